@@ -1,0 +1,91 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite/vector';
+import { Migrator } from '@mikro-orm/migrations';
+import { MikroORM, type EntityManager, type Options } from '@mikro-orm/postgresql';
+import { PGliteDriver, type PGliteConnectionConfig } from 'mikro-orm-pglite';
+import { entities } from './entities/index.js';
+import { migrations } from './migrations/index.js';
+
+export interface DatabaseOptions {
+  /** PostgreSQL URL; undefined selects PGlite. */
+  databaseUrl?: string | undefined;
+  /** PGlite data directory; undefined keeps the embedded database in memory (tests). */
+  dataDir?: string | undefined;
+  debug?: boolean;
+}
+
+export interface Database {
+  orm: MikroORM;
+  kind: 'pglite' | 'postgresql';
+  /** A fresh EntityManager fork: one per request or job, never shared. */
+  fork(): EntityManager;
+  ping(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+function commonOptions(): Partial<Options> {
+  return {
+    entities,
+    extensions: [Migrator],
+    migrations: { migrationsList: migrations, silent: true, transactional: true, allOrNothing: true, tableName: 'schema_migrations' },
+    allowGlobalContext: false,
+    forceUtcTimezone: true,
+    // Timestamps are always set explicitly by the services.
+    discovery: { warnWhenNoEntities: false },
+  };
+}
+
+async function openPglite(dataDir: string | undefined): Promise<PGlite> {
+  if (dataDir === undefined) return PGlite.create({ extensions: { vector } });
+  // PGlite needs the parent of its data directory to exist.
+  await fs.mkdir(path.dirname(dataDir), { recursive: true });
+  return PGlite.create({ dataDir, extensions: { vector } });
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  let orm: MikroORM;
+  let pglite: PGlite | undefined;
+  if (options.databaseUrl) {
+    orm = await MikroORM.init({
+      ...commonOptions(),
+      clientUrl: options.databaseUrl,
+      pool: { min: 0, max: 10 },
+      debug: options.debug ?? false,
+    });
+  } else {
+    pglite = await openPglite(options.dataDir);
+    const instance = pglite;
+    orm = await MikroORM.init({
+      ...commonOptions(),
+      driver: PGliteDriver,
+      dbName: 'postgres',
+      driverOptions: { connection: { pglite: () => instance } satisfies PGliteConnectionConfig },
+      debug: options.debug ?? false,
+    } as Options);
+  }
+  await orm.getMigrator().up();
+  const kind = pglite ? 'pglite' : 'postgresql';
+  return {
+    orm,
+    kind,
+    fork: () => orm.em.fork(),
+    async ping(timeoutMs = 2000) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`database did not answer within ${timeoutMs} ms`)), timeoutMs);
+      });
+      try {
+        await Promise.race([orm.em.getConnection().execute('select 1'), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    async close() {
+      await orm.close(true);
+      // The ORM borrowed the PGlite instance, so it is closed here, after the ORM.
+      if (pglite && !pglite.closed) await pglite.close();
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * Every failure a client can see, in one place. Services throw these; the HTTP error handler
+ * (src/http/error-handler.ts) turns them into `{detail}` bodies with the status given here.
+ */
+export class AppError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly extra: Record<string, unknown> | undefined;
+
+  constructor(status: number, code: string, detail: string, extra?: Record<string, unknown>) {
+    super(detail);
+    this.status = status;
+    this.code = code;
+    this.extra = extra;
+  }
+}
+
+export class BadRequestError extends AppError {
+  constructor(detail: string, extra?: Record<string, unknown>) {
+    super(400, 'bad_request', detail, extra);
+  }
+}
+
+export class UnauthorizedError extends AppError {
+  constructor(detail = 'Authentication required') {
+    super(401, 'unauthorized', detail);
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(detail: string) {
+    super(403, 'forbidden', detail);
+  }
+}
+
+export class MissingScopeError extends ForbiddenError {
+  constructor(scope: string) {
+    super(`API key missing required scope: ${scope}`);
+  }
+}
+
+export class PinnedKeyError extends ForbiddenError {
+  constructor(collection: string) {
+    super(`API key is pinned to collection ${collection}`);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(detail: string) {
+    super(404, 'not_found', detail);
+  }
+}
+
+export class MethodNotAllowedError extends AppError {
+  constructor(detail: string) {
+    super(405, 'method_not_allowed', detail);
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(detail: string) {
+    super(409, 'conflict', detail);
+  }
+}
+
+export class PayloadTooLargeError extends AppError {
+  constructor(detail: string) {
+    super(413, 'payload_too_large', detail);
+  }
+}
+
+export class UnsupportedMediaTypeError extends AppError {
+  constructor(detail: string) {
+    super(415, 'unsupported_media_type', detail);
+  }
+}
+
+export class UnprocessableError extends AppError {
+  constructor(detail: string) {
+    super(422, 'unprocessable', detail);
+  }
+}
+
+export class ServiceUnavailableError extends AppError {
+  constructor(detail: string) {
+    super(503, 'unavailable', detail);
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * Plugin contracts. Core code depends on these interfaces only; implementations live in
+ * plugins/<kind>/<name>/ and are listed once in src/plugin-registry.ts.
+ * A plugin module exports one definition: `{kind, name, create(config, deps)}`.
+ */
+
+// ---------- embedding ----------
+
+export interface EmbeddingResult {
+  vectors: number[][];
+  /** Tokens the provider billed for (0 for local models). */
+  tokens: number;
+}
+
+export interface EmbeddingModel {
+  readonly provider: string;
+  readonly model: string;
+  readonly dimension: number;
+  /** Embeds texts in order; implementations batch within their provider's limits. */
+  embed(texts: string[], purpose: 'document' | 'query'): Promise<EmbeddingResult>;
+}
+
+export interface EmbeddingConfig {
+  model?: string | undefined;
+  dimension?: number | undefined;
+  apiKey?: string | undefined;
+  baseUrl?: string | undefined;
+}
+
+// ---------- parsing ----------
+
+export type ElementType = 'title' | 'heading' | 'paragraph' | 'list' | 'table' | 'code' | 'image' | 'page_break';
+
+/** A structural piece of a parsed document, in reading order. */
+export interface DocumentElement {
+  type: ElementType;
+  text: string;
+  /** Headings above this element, outermost first. */
+  headingPath: string[];
+  /** Heading depth (1-6) for `heading` elements. */
+  level?: number;
+  page?: number;
+  metadata?: Record<string, unknown>;
+}
+
+export interface ParsedDocument {
+  elements: DocumentElement[];
+  /** Title found in the document itself (first h1, <title>, PDF info...). */
+  title?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export interface ParserInput {
+  filename: string;
+  contentType: string;
+  data: Buffer;
+}
+
+export interface Parser {
+  readonly name: string;
+  /** Content types this parser reads (`text/markdown`...). */
+  readonly contentTypes: readonly string[];
+  /** File extensions this parser reads, lowercase without the dot. */
+  readonly extensions: readonly string[];
+  parse(input: ParserInput): Promise<ParsedDocument>;
+}
+
+// ---------- vector store ----------
+
+export interface VectorRecord {
+  id: string;
+  collectionId: string;
+  documentId: string | null;
+  embedding: number[];
+  /** Metadata used for filtering (document metadata merged with the chunk's). */
+  metadata: Record<string, unknown>;
+  /** Tenant value when the collection has a `tenant_field`. */
+  tenant: string | null;
+}
+
+/** A metadata filter in the language of api-contract section 3 (`$eq`, `$in`, `$and`...). */
+export type MetadataFilter = Record<string, unknown>;
+
+export interface VectorSearchRequest {
+  collectionId: string;
+  embedding: number[];
+  topK: number;
+  filter?: MetadataFilter | undefined;
+  tenant?: string | null | undefined;
+}
+
+export interface VectorHit {
+  id: string;
+  /** Cosine similarity in [-1, 1]. */
+  score: number;
+}
+
+export interface VectorStore {
+  readonly name: string;
+  /** Makes sure the store can hold vectors of `dimension` for this collection. */
+  ensureCollection(collectionId: string, dimension: number): Promise<void>;
+  upsert(records: VectorRecord[]): Promise<void>;
+  delete(collectionId: string, ids: string[]): Promise<void>;
+  deleteByDocument(collectionId: string, documentId: string): Promise<void>;
+  dropCollection(collectionId: string): Promise<void>;
+  search(request: VectorSearchRequest): Promise<VectorHit[]>;
+  close(): Promise<void>;
+}
+
+// ---------- reranking ----------
+
+export interface RerankCandidate {
+  id: string;
+  text: string;
+}
+
+export interface Reranker {
+  readonly name: string;
+  /** Returns a relevance score per candidate, same order as given. */
+  rerank(query: string, candidates: RerankCandidate[]): Promise<number[]>;
+}
+
+// ---------- language models ----------
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface LanguageModel {
+  readonly name: string;
+  complete(messages: ChatMessage[], options?: { maxTokens?: number }): Promise<string>;
+  stream(messages: ChatMessage[], options?: { maxTokens?: number }): AsyncIterable<string>;
+}
+
+// ---------- connectors ----------
+
+export interface ConnectorObject {
+  key: string;
+  etag: string;
+  size: number;
+  lastModified: Date;
+}
+
+export interface Connector {
+  readonly name: string;
+  list(): AsyncIterable<ConnectorObject>;
+  read(key: string): Promise<Buffer>;
+}
+
+// ---------- plugin definitions ----------
+
+export interface PluginKinds {
+  embedding: { config: EmbeddingConfig; instance: EmbeddingModel };
+  parser: { config: Record<string, never>; instance: Parser };
+  'vector-store': { config: Record<string, unknown>; instance: VectorStore };
+  reranker: { config: { model?: string; apiKey?: string; baseUrl?: string }; instance: Reranker };
+  llm: { config: { model?: string; apiKey?: string; baseUrl?: string }; instance: LanguageModel };
+  connector: { config: Record<string, unknown>; instance: Connector };
+}
+
+export type PluginKind = keyof PluginKinds;
+
+export interface PluginDependencies {
+  /** Runs SQL on the service database (for plugins such as pgvector that keep data there). */
+  sql?: <Row = Record<string, unknown>>(query: string, params?: unknown[]) => Promise<Row[]>;
+  fetch?: typeof fetch;
+}
+
+export interface PluginDefinition<K extends PluginKind = PluginKind> {
+  kind: K;
+  name: string;
+  description: string;
+  create(config: PluginKinds[K]['config'], deps: PluginDependencies): PluginKinds[K]['instance'];
+}
