@@ -63,7 +63,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       dbName: 'postgres',
       driverOptions: { connection: { pglite: () => instance } satisfies PGliteConnectionConfig },
       debug: options.debug ?? false,
-    } as Options);
+    } as unknown as Options);
   }
   await orm.getMigrator().up();
   const kind = pglite ? 'pglite' : 'postgresql';

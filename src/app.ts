@@ -1,0 +1,55 @@
+import cookie from '@fastify/cookie';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import { adminApiKeyRoutes } from './admin/api-keys.routes.js';
+import { adminAuditRoutes } from './admin/audit.routes.js';
+import { adminSettingsRoutes } from './admin/settings.routes.js';
+import { adminUserRoutes } from './admin/users.routes.js';
+import { authRoutes } from './auth/auth.routes.js';
+import { healthRoutes } from './health/health.routes.js';
+import { authenticate } from './http/authenticate.js';
+import { errorHandler } from './http/error-handler.js';
+import { idempotency } from './http/idempotency.js';
+import { openapi } from './http/openapi.js';
+import { createValidatorCompiler } from './http/validation.js';
+import type { AppServices } from './services.js';
+
+export interface BuildAppOptions {
+  services: AppServices;
+  /** The process logger; tests leave it out and run silent. */
+  logger?: FastifyBaseLogger;
+}
+
+/**
+ * The whole HTTP boot order: shared infrastructure first (errors, cookies, OpenAPI, auth,
+ * idempotency), then the route plugins. Tests build the app through this same function.
+ */
+export async function buildApp({ services, logger }: BuildAppOptions) {
+  const app = Fastify({
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
+    bodyLimit: services.config.bodyLimitBytes,
+    // Finish in-flight requests on close, answer new ones with 503 meanwhile.
+    return503OnClosing: true,
+    requestIdHeader: 'x-request-id',
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(createValidatorCompiler());
+  // Bodies are JSON (or multipart uploads); anything else is a 415 rather than a string body.
+  app.removeContentTypeParser('text/plain');
+  await app.register(errorHandler);
+  await app.register(cookie);
+  await app.register(openapi);
+  await app.register(authenticate, { services });
+  await app.register(idempotency, { services });
+
+  await app.register(healthRoutes, { services });
+  await app.register(authRoutes, { services });
+  await app.register(adminUserRoutes, { services });
+  await app.register(adminApiKeyRoutes, { services });
+  await app.register(adminAuditRoutes, { services });
+  await app.register(adminSettingsRoutes, { services });
+  return app;
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;

@@ -1,0 +1,90 @@
+import { ForbiddenError, MissingScopeError, PinnedKeyError } from '../errors.js';
+import type { UserRole } from '../db/entities/user.js';
+
+export interface UserActor {
+  kind: 'user';
+  userId: string;
+  email: string;
+  role: UserRole;
+  sessionId: string;
+}
+
+export interface ApiKeyActor {
+  kind: 'api_key';
+  keyId: string;
+  name: string;
+  scopes: string[];
+  /** Collection the key is pinned to, if any. */
+  collection: string | null;
+  createdBy: string | null;
+}
+
+export type Actor = UserActor | ApiKeyActor;
+
+/** What a route demands of its caller. */
+export type RouteAccess =
+  | { kind: 'open' }
+  | { kind: 'authenticated'; refusePinned?: boolean }
+  | { kind: 'session'; role?: UserRole }
+  | { kind: 'scope'; scope: string; refusePinned?: boolean };
+
+/** Scopes a viewer's session has; admins have `*:*`. */
+const VIEWER_SCOPES = ['collection:read', 'document:read', 'query:read', 'chat:read', 'audit:read'];
+
+export function actorOwner(actor: Actor): string {
+  return actor.kind === 'user' ? `user:${actor.userId}` : `api_key:${actor.keyId}`;
+}
+
+export function actorId(actor: Actor): string {
+  return actor.kind === 'user' ? actor.userId : actor.keyId;
+}
+
+function matches(pattern: string, value: string): boolean {
+  return pattern === '*' || pattern === value;
+}
+
+/** `resource:action` scope matching with `*` as a wildcard on either side. */
+export function scopeGrants(granted: readonly string[], required: string): boolean {
+  const [resource, action] = required.split(':');
+  return granted.some((scope) => {
+    const [grantedResource, grantedAction] = scope.split(':');
+    return grantedResource !== undefined && grantedAction !== undefined
+      && matches(grantedResource, resource ?? '') && matches(grantedAction, action ?? '');
+  });
+}
+
+export function actorScopes(actor: Actor): readonly string[] {
+  if (actor.kind === 'api_key') return actor.scopes;
+  return actor.role === 'admin' ? ['*:*'] : VIEWER_SCOPES;
+}
+
+export function assertAccess(actor: Actor, access: RouteAccess): void {
+  if (access.kind === 'open') return;
+  if (access.kind === 'authenticated') {
+    if (access.refusePinned && actor.kind === 'api_key' && actor.collection !== null) throw new PinnedKeyError(actor.collection);
+    return;
+  }
+  if (access.kind === 'session') {
+    if (actor.kind !== 'user') throw new ForbiddenError('This endpoint requires an admin session; API keys are not accepted');
+    if (access.role === 'admin' && actor.role !== 'admin') throw new ForbiddenError('This endpoint requires the admin role');
+    return;
+  }
+  if (access.refusePinned && actor.kind === 'api_key' && actor.collection !== null) {
+    throw new PinnedKeyError(actor.collection);
+  }
+  if (scopeGrants(actorScopes(actor), access.scope)) return;
+  if (actor.kind === 'api_key') throw new MissingScopeError(access.scope);
+  throw new ForbiddenError(`Your role does not allow ${access.scope}`);
+}
+
+/** Collection routes call this: a pinned key may act only inside its collection. */
+export function assertCollectionAccess(actor: Actor, collection: string): void {
+  if (actor.kind === 'api_key' && actor.collection !== null && actor.collection !== collection) {
+    throw new PinnedKeyError(actor.collection);
+  }
+}
+
+/** The collection a caller is confined to, or null when it may see every collection. */
+export function collectionPin(actor: Actor): string | null {
+  return actor.kind === 'api_key' ? actor.collection : null;
+}

@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { recordAudit } from '../audit/audit.service.js';
+import { randomToken, sha256Hex } from '../crypto/tokens.js';
+import { ApiKey, type ApiKeyRecord } from '../db/entities/index.js';
+import { BadRequestError, NotFoundError } from '../errors.js';
+import type { Actor, ApiKeyActor } from './actor.js';
+import type { ApiKeyUsageTracker } from './api-key-usage-tracker.js';
+
+export const API_KEY_PREFIX = 'svc_sk_';
+export const API_KEY_DISPLAY_PREFIX_LENGTH = 12;
+const SCOPE_PATTERN = /^(\*|[a-z_]+):(\*|[a-z_]+)$/;
+const COLLECTION_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+export interface ApiKeyInput {
+  name?: string | undefined;
+  scopes?: string[] | undefined;
+  expires_at?: string | null | undefined;
+  collection?: string | null | undefined;
+  active?: boolean | undefined;
+}
+
+interface CachedKey {
+  record: ApiKeyRecord;
+  loadedAt: number;
+}
+
+/**
+ * API keys: minted by an admin, shown once, stored as SHA-256. Lookups are answered from a
+ * short-lived in-memory cache so that a request costs no database round trip; any change made
+ * through this process drops the cached entry at once, and other replicas see it within `cacheMs`.
+ */
+export class ApiKeyService {
+  private readonly cache = new Map<string, CachedKey>();
+
+  constructor(
+    private readonly usage: ApiKeyUsageTracker,
+    private readonly cacheMs: number,
+  ) {}
+
+  private forget(keyHash: string): void {
+    this.cache.delete(keyHash);
+  }
+
+  private static validate(input: ApiKeyInput): void {
+    if (input.name !== undefined && input.name.trim() === '') throw new BadRequestError('name must not be empty');
+    for (const scope of input.scopes ?? []) {
+      if (!SCOPE_PATTERN.test(scope)) throw new BadRequestError(`Invalid scope "${scope}": expected resource:action`);
+    }
+    if (input.collection && !COLLECTION_NAME_PATTERN.test(input.collection)) {
+      throw new BadRequestError('collection must be 1-64 characters of letters, digits, "_" or "-"');
+    }
+    if (input.expires_at) {
+      const time = Date.parse(input.expires_at);
+      if (Number.isNaN(time)) throw new BadRequestError('expires_at must be an RFC 3339 timestamp');
+    }
+  }
+
+  private static mint(): { key: string; keyHash: string; prefix: string } {
+    const key = `${API_KEY_PREFIX}${randomToken(32)}`;
+    return { key, keyHash: sha256Hex(key), prefix: key.slice(0, API_KEY_DISPLAY_PREFIX_LENGTH) };
+  }
+
+  async create(em: EntityManager, actor: Actor, input: ApiKeyInput & { name: string }): Promise<{ record: ApiKeyRecord; key: string }> {
+    ApiKeyService.validate(input);
+    const minted = ApiKeyService.mint();
+    const now = new Date();
+    const record = em.create(ApiKey, {
+      id: randomUUID(),
+      name: input.name.trim(),
+      prefix: minted.prefix,
+      keyHash: minted.keyHash,
+      scopes: input.scopes && input.scopes.length > 0 ? [...new Set(input.scopes)] : ['*:*'],
+      collection: input.collection ?? null,
+      active: true,
+      expiresAt: input.expires_at ? new Date(input.expires_at) : null,
+      lastUsedAt: null,
+      createdBy: actor.kind === 'user' ? actor.userId : null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    recordAudit(em, actor, { action: 'api_key.create', resourceType: 'api_key', resourceId: record.id, details: { name: record.name } });
+    await em.flush();
+    return { record, key: minted.key };
+  }
+
+  async list(em: EntityManager, limit: number, offset: number): Promise<{ data: ApiKeyRecord[]; total: number }> {
+    await this.usage.flush();
+    const [data, total] = await em.findAndCount(ApiKey, {}, { orderBy: { createdAt: 'desc', id: 'desc' }, limit, offset });
+    return { data, total };
+  }
+
+  async get(em: EntityManager, id: string): Promise<ApiKeyRecord> {
+    await this.usage.flush();
+    const record = await em.findOne(ApiKey, { id });
+    if (!record) throw new NotFoundError(`API key ${id} not found`);
+    return record;
+  }
+
+  async update(em: EntityManager, actor: Actor, id: string, input: ApiKeyInput): Promise<ApiKeyRecord> {
+    ApiKeyService.validate(input);
+    const record = await this.get(em, id);
+    if (input.name !== undefined) record.name = input.name.trim();
+    if (input.scopes !== undefined) record.scopes = input.scopes.length > 0 ? [...new Set(input.scopes)] : ['*:*'];
+    if (input.expires_at !== undefined) record.expiresAt = input.expires_at ? new Date(input.expires_at) : null;
+    if (input.collection !== undefined) record.collection = input.collection;
+    if (input.active !== undefined) record.active = input.active;
+    record.updatedAt = new Date();
+    recordAudit(em, actor, { action: 'api_key.update', resourceType: 'api_key', resourceId: id, details: { fields: Object.keys(input) } });
+    await em.flush();
+    this.forget(record.keyHash);
+    return record;
+  }
+
+  async rotate(em: EntityManager, actor: Actor, id: string): Promise<{ record: ApiKeyRecord; key: string }> {
+    const record = await this.get(em, id);
+    const previousHash = record.keyHash;
+    const minted = ApiKeyService.mint();
+    record.keyHash = minted.keyHash;
+    record.prefix = minted.prefix;
+    record.updatedAt = new Date();
+    recordAudit(em, actor, { action: 'api_key.rotate', resourceType: 'api_key', resourceId: id });
+    await em.flush();
+    this.forget(previousHash);
+    return { record, key: minted.key };
+  }
+
+  async delete(em: EntityManager, actor: Actor, id: string): Promise<void> {
+    const record = await this.get(em, id);
+    em.remove(record);
+    recordAudit(em, actor, { action: 'api_key.delete', resourceType: 'api_key', resourceId: id, details: { name: record.name } });
+    await em.flush();
+    this.forget(record.keyHash);
+  }
+
+  /** The actor for a bearer token, or null when the key is unknown, inactive or expired. */
+  async authenticate(em: EntityManager, token: string): Promise<ApiKeyActor | null> {
+    if (!token.startsWith(API_KEY_PREFIX)) return null;
+    const keyHash = sha256Hex(token);
+    const now = Date.now();
+    let cached = this.cache.get(keyHash);
+    if (!cached || now - cached.loadedAt > this.cacheMs) {
+      const record = await em.findOne(ApiKey, { keyHash }, { disableIdentityMap: true });
+      if (!record) {
+        this.forget(keyHash);
+        return null;
+      }
+      cached = { record, loadedAt: now };
+      this.cache.set(keyHash, cached);
+    }
+    const { record } = cached;
+    if (!record.active) return null;
+    if (record.expiresAt && record.expiresAt.getTime() <= now) return null;
+    this.usage.markUsed(record.id, new Date(now));
+    return {
+      kind: 'api_key',
+      keyId: record.id,
+      name: record.name,
+      scopes: record.scopes,
+      collection: record.collection ?? null,
+      createdBy: record.createdBy ?? null,
+    };
+  }
+}
+
+export function serializeApiKey(record: ApiKeyRecord) {
+  return {
+    id: record.id,
+    name: record.name,
+    prefix: record.prefix,
+    scopes: record.scopes,
+    collection: record.collection,
+    active: record.active,
+    expires_at: record.expiresAt?.toISOString() ?? null,
+    last_used_at: record.lastUsedAt?.toISOString() ?? null,
+    created_by: record.createdBy,
+    created_at: record.createdAt.toISOString(),
+    updated_at: record.updatedAt.toISOString(),
+  };
+}

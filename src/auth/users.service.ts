@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { recordAudit } from '../audit/audit.service.js';
+import { User, USER_ROLES, type UserRecord, type UserRole } from '../db/entities/index.js';
+import { BadRequestError, ConflictError, NotFoundError, UnauthorizedError } from '../errors.js';
+import type { Actor } from './actor.js';
+import { assertPasswordPolicy, hashPassword, verifyAgainstDecoy, verifyPassword } from './passwords.js';
+import { revokeUserSessions } from './sessions.service.js';
+
+const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+$/;
+/** Serialises first-run setup across requests and replicas. */
+const SETUP_LOCK_ID = 7_361_001;
+
+export interface NewUserInput {
+  email: string;
+  password: string;
+  display_name?: string | null | undefined;
+  role?: string | undefined;
+}
+
+export interface UserUpdateInput {
+  email?: string | undefined;
+  password?: string | undefined;
+  display_name?: string | null | undefined;
+  role?: string | undefined;
+}
+
+function normaliseEmail(email: string): string {
+  const trimmed = email.trim();
+  if (!EMAIL_PATTERN.test(trimmed) || trimmed.length > 320) throw new BadRequestError('email must be a valid email address');
+  return trimmed.toLowerCase();
+}
+
+function checkRole(role: string | undefined): UserRole | undefined {
+  if (role === undefined) return undefined;
+  if (!(USER_ROLES as readonly string[]).includes(role)) throw new BadRequestError(`role must be one of ${USER_ROLES.join(', ')}`);
+  return role as UserRole;
+}
+
+async function assertEmailFree(em: EntityManager, email: string, exceptId?: string): Promise<void> {
+  const existing = await em.findOne(User, { email });
+  if (existing && existing.id !== exceptId) throw new ConflictError(`A user with email ${email} already exists`);
+}
+
+export async function needsSetup(em: EntityManager): Promise<boolean> {
+  return (await em.count(User, {})) === 0;
+}
+
+/** Creates the first admin; 409 once any user exists, also when two setups race. */
+export async function setupFirstAdmin(em: EntityManager, input: NewUserInput): Promise<UserRecord> {
+  const email = normaliseEmail(input.email);
+  assertPasswordPolicy(input.password);
+  if (!(await needsSetup(em))) throw new ConflictError('Setup has already been completed');
+  // Hash outside the transaction: PGlite has one connection, and argon2 takes ~110 ms.
+  const passwordHash = await hashPassword(input.password);
+  return em.transactional(async (tx) => {
+    await tx.getConnection().execute('select pg_advisory_xact_lock(?)', [SETUP_LOCK_ID], 'all', tx.getTransactionContext());
+    if ((await tx.count(User, {})) > 0) throw new ConflictError('Setup has already been completed');
+    const user = newUser(tx, email, passwordHash, input.display_name ?? null, 'admin');
+    recordAudit(tx, null, { action: 'auth.setup', resourceType: 'user', resourceId: user.id, details: { email } });
+    return user;
+  });
+}
+
+function newUser(em: EntityManager, email: string, passwordHash: string, displayName: string | null, role: UserRole): UserRecord {
+  const now = new Date();
+  return em.create(User, {
+    id: randomUUID(), email, passwordHash, displayName, role,
+    preferences: {}, chatOpenaiKeySealed: null, createdAt: now, updatedAt: now,
+  });
+}
+
+export async function authenticateUser(em: EntityManager, emailInput: string, password: string): Promise<UserRecord> {
+  const user = await em.findOne(User, { email: emailInput.trim().toLowerCase() });
+  const valid = user ? await verifyPassword(user.passwordHash, password) : await verifyAgainstDecoy(password);
+  if (!user || !valid) throw new UnauthorizedError('Invalid email or password');
+  return user;
+}
+
+export async function createUser(em: EntityManager, actor: Actor, input: NewUserInput): Promise<UserRecord> {
+  const email = normaliseEmail(input.email);
+  assertPasswordPolicy(input.password);
+  const role = checkRole(input.role) ?? 'admin';
+  await assertEmailFree(em, email);
+  const user = newUser(em, email, await hashPassword(input.password), input.display_name ?? null, role);
+  recordAudit(em, actor, { action: 'user.create', resourceType: 'user', resourceId: user.id, details: { email, role } });
+  await em.flush();
+  return user;
+}
+
+export async function getUser(em: EntityManager, id: string): Promise<UserRecord> {
+  const user = await em.findOne(User, { id });
+  if (!user) throw new NotFoundError(`User ${id} not found`);
+  return user;
+}
+
+export async function listUsers(em: EntityManager, limit: number, offset: number): Promise<{ data: UserRecord[]; total: number }> {
+  const [data, total] = await em.findAndCount(User, {}, { orderBy: { createdAt: 'asc', id: 'asc' }, limit, offset });
+  return { data, total };
+}
+
+async function assertAnotherAdminRemains(em: EntityManager, user: UserRecord): Promise<void> {
+  if (user.role !== 'admin') return;
+  const admins = await em.count(User, { role: 'admin', id: { $ne: user.id } });
+  if (admins === 0) throw new ConflictError('The last admin cannot be removed or demoted');
+}
+
+export async function updateUser(em: EntityManager, actor: Actor, id: string, input: UserUpdateInput): Promise<UserRecord> {
+  const user = await getUser(em, id);
+  const role = checkRole(input.role);
+  if (input.email !== undefined) {
+    const email = normaliseEmail(input.email);
+    await assertEmailFree(em, email, id);
+    user.email = email;
+  }
+  if (input.display_name !== undefined) user.displayName = input.display_name;
+  if (role !== undefined && role !== user.role) {
+    if (role !== 'admin') await assertAnotherAdminRemains(em, user);
+    user.role = role;
+  }
+  if (input.password !== undefined) {
+    assertPasswordPolicy(input.password);
+    user.passwordHash = await hashPassword(input.password);
+    // An admin resetting someone's password signs that user out everywhere.
+    await revokeUserSessions(em, id);
+  }
+  user.updatedAt = new Date();
+  recordAudit(em, actor, { action: 'user.update', resourceType: 'user', resourceId: id, details: { fields: Object.keys(input).filter((field) => field !== 'password').concat(input.password !== undefined ? ['password'] : []) } });
+  await em.flush();
+  return user;
+}
+
+export async function deleteUser(em: EntityManager, actor: Actor, id: string): Promise<void> {
+  const user = await getUser(em, id);
+  await assertAnotherAdminRemains(em, user);
+  em.remove(user);
+  recordAudit(em, actor, { action: 'user.delete', resourceType: 'user', resourceId: id, details: { email: user.email } });
+  await em.flush();
+}
+
+/** Verifies the current password, stores the new one and revokes every session of the user. */
+export async function changePassword(em: EntityManager, actor: Actor & { kind: 'user' }, currentPassword: string, newPassword: string): Promise<UserRecord> {
+  const user = await getUser(em, actor.userId);
+  assertPasswordPolicy(newPassword, 'new_password');
+  if (!(await verifyPassword(user.passwordHash, currentPassword))) throw new BadRequestError('current_password is incorrect');
+  user.passwordHash = await hashPassword(newPassword);
+  user.updatedAt = new Date();
+  recordAudit(em, actor, { action: 'auth.password_change', resourceType: 'user', resourceId: user.id });
+  await em.flush();
+  await revokeUserSessions(em, user.id);
+  return user;
+}
+
+export function serializeUser(user: UserRecord) {
+  return {
+    id: user.id,
+    email: user.email,
+    display_name: user.displayName,
+    role: user.role,
+    created_at: user.createdAt.toISOString(),
+    updated_at: user.updatedAt.toISOString(),
+  };
+}

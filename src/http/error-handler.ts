@@ -1,0 +1,62 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import FindMyWay from 'find-my-way';
+import { AppError } from '../errors.js';
+import { describeValidationErrors } from './validation.js';
+
+const FASTIFY_CODES_TO_STATUS: Record<string, number> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 413,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 415,
+  FST_REQ_FILE_TOO_LARGE: 413,
+  FST_FILES_LIMIT: 413,
+  FST_PARTS_LIMIT: 413,
+  FST_INVALID_MULTIPART_CONTENT_TYPE: 415,
+};
+
+/**
+ * Maps every failure to `{detail}` (api-contract 1): typed service errors, schema validation,
+ * Fastify's own body errors, unknown routes (404) and known paths with the wrong method (405).
+ * Anything else is a 500 that is logged with its request id and never leaks a stack.
+ */
+export const errorHandler = fp(async (app: FastifyInstance) => {
+  const knownRoutes = FindMyWay({ ignoreTrailingSlash: true });
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (method === 'HEAD' || method === 'OPTIONS') continue;
+      try {
+        knownRoutes.on(method as 'GET', route.url, () => undefined);
+      } catch {
+        // The same method and path registered twice is Fastify's error to report, not ours.
+      }
+    }
+  });
+
+  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+    if (error instanceof AppError) {
+      return reply.code(error.status).send({ detail: error.message, code: error.code, ...(error.extra ?? {}) });
+    }
+    if (error.validation) {
+      const detail = describeValidationErrors(error.validation as never, error.validationContext ?? 'request');
+      return reply.code(400).send({ detail, code: 'validation_error', errors: error.validation });
+    }
+    const status = (error.code && FASTIFY_CODES_TO_STATUS[error.code]) || error.statusCode;
+    if (status && status >= 400 && status < 500) {
+      return reply.code(status).send({ detail: error.message, code: error.code ?? 'bad_request' });
+    }
+    request.log.error({ err: error }, 'request failed');
+    return reply.code(500).send({ detail: 'Internal server error', code: 'internal_error', request_id: request.id });
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? request.url;
+    const allowed = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter(
+      (method) => method !== request.method && knownRoutes.find(method as 'GET', path) !== null,
+    );
+    if (allowed.length > 0) {
+      return reply.code(405).header('allow', allowed.join(', '))
+        .send({ detail: `Method ${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, code: 'method_not_allowed' });
+    }
+    return reply.code(404).send({ detail: `Route ${request.method} ${path} not found`, code: 'not_found' });
+  });
+}, { name: 'error-handler' });

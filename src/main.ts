@@ -1,0 +1,58 @@
+import path from 'node:path';
+import pino from 'pino';
+import { buildApp } from './app.js';
+import { loadConfig } from './config.js';
+import { openDatabase } from './db/database.js';
+import { createServices } from './services.js';
+
+/**
+ * `serve` (default): the API. Later commands (`worker`, `operator`, `migrate`) share this entry.
+ */
+async function serve(): Promise<void> {
+  const config = loadConfig();
+  const logger = pino({ level: config.logLevel });
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.databaseUrl ? undefined : path.join(config.dataDir, 'db'),
+  });
+  logger.info({ database: db.kind, dataDir: config.dataDir }, 'database ready, migrations applied');
+  const services = await createServices(config, db, logger);
+  const app = await buildApp({ services, logger });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    const forced = setTimeout(() => {
+      logger.error('shutdown took longer than 25 s; exiting');
+      process.exit(1);
+    }, 25_000);
+    forced.unref();
+    try {
+      await app.close();
+      await services.stop();
+      await db.close();
+      logger.info('stopped');
+      process.exit(0);
+    } catch (error) {
+      logger.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  await app.listen({ port: config.port, host: config.host });
+}
+
+const command = process.argv[2] ?? 'serve';
+if (command === 'serve') {
+  serve().catch((error: unknown) => {
+    process.stderr.write(`retrieval-service failed to start: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+    process.exit(1);
+  });
+} else {
+  process.stderr.write(`unknown command "${command}"; expected: serve\n`);
+  process.exit(2);
+}

@@ -1,0 +1,55 @@
+export type SettingValue = string | number | boolean;
+
+export interface SettingDefinition {
+  key: string;
+  type: 'string' | 'integer' | 'boolean';
+  default: SettingValue;
+  description: string;
+  /** Allowed values for strings with a closed set, or [min, max] for integers. */
+  allowed?: readonly string[];
+  range?: readonly [number, number];
+}
+
+/** Instance settings (api-contract 3). Each may be set by environment (upper-case key) or by an admin. */
+export const SETTING_DEFINITIONS: readonly SettingDefinition[] = [
+  { key: 'allow_local_webhooks', type: 'boolean', default: false, description: 'Allow webhook URLs that are loopback HTTP' },
+  { key: 'webhook_timeout_ms', type: 'integer', default: 10000, range: [100, 120000], description: 'Timeout of one webhook delivery attempt' },
+  { key: 'session_cookie_name', type: 'string', default: 'svc_session', description: 'Name of the admin session cookie' },
+  { key: 'session_cookie_secure', type: 'boolean', default: false, description: 'Set the Secure flag on the session cookie (serve over HTTPS)' },
+  { key: 'session_cookie_samesite', type: 'string', default: 'lax', allowed: ['lax', 'strict', 'none'], description: 'SameSite attribute of the session cookie' },
+  { key: 'session_ttl_hours', type: 'integer', default: 168, range: [1, 8760], description: 'Lifetime of an admin session' },
+  { key: 'query_cache_ttl_s', type: 'integer', default: 60, range: [0, 86400], description: 'How long query results are cached (0 disables the cache)' },
+  { key: 'embedding_cache_enabled', type: 'boolean', default: true, description: 'Reuse embeddings of texts already embedded with the same model' },
+  { key: 'default_chunk_size', type: 'integer', default: 800, range: [50, 100000], description: 'Chunk size (characters) for new collections that do not set one' },
+  { key: 'default_chunk_overlap', type: 'integer', default: 100, range: [0, 50000], description: 'Chunk overlap (characters) for new collections that do not set one' },
+];
+
+export const SETTINGS_BY_KEY = new Map(SETTING_DEFINITIONS.map((definition) => [definition.key, definition]));
+
+/** Returns an error message, or null when `value` is acceptable for the setting. */
+export function settingValueError(definition: SettingDefinition, value: unknown): string | null {
+  switch (definition.type) {
+    case 'boolean':
+      return typeof value === 'boolean' ? null : `${definition.key} must be a boolean`;
+    case 'integer': {
+      if (typeof value !== 'number' || !Number.isInteger(value)) return `${definition.key} must be an integer`;
+      const [min, max] = definition.range ?? [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
+      return value < min || value > max ? `${definition.key} must be between ${min} and ${max}` : null;
+    }
+    case 'string':
+      if (typeof value !== 'string' || value.length === 0) return `${definition.key} must be a non-empty string`;
+      if (definition.allowed && !definition.allowed.includes(value)) {
+        return `${definition.key} must be one of ${definition.allowed.join(', ')}`;
+      }
+      return null;
+  }
+}
+
+/** Reads a setting from the environment (`SESSION_COOKIE_SECURE=true`), or undefined when unset. */
+export function settingFromEnvironment(definition: SettingDefinition, env: NodeJS.ProcessEnv): SettingValue | undefined {
+  const raw = env[definition.key.toUpperCase()];
+  if (raw === undefined || raw === '') return undefined;
+  if (definition.type === 'boolean') return raw === 'true' || raw === '1';
+  if (definition.type === 'integer') return Number(raw);
+  return raw;
+}

@@ -1,0 +1,97 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Setting } from '../db/entities/index.js';
+import { BadRequestError } from '../errors.js';
+import {
+  SETTING_DEFINITIONS, SETTINGS_BY_KEY, settingFromEnvironment, settingValueError, type SettingValue,
+} from './setting-definitions.js';
+
+export interface SettingView {
+  key: string;
+  value: SettingValue;
+  default: SettingValue;
+  source: 'database' | 'environment' | 'default';
+  description: string;
+}
+
+/**
+ * Instance settings: defaults, overridden by environment, overridden by what an admin saved.
+ * Values are kept in memory and re-read from the database at most every `refreshMs`, so that
+ * replicas pick up a change made through another one without a query per request.
+ */
+export class SettingsService {
+  private stored = new Map<string, SettingValue>();
+  private loadedAt = 0;
+
+  constructor(
+    private readonly fork: () => EntityManager,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+    private readonly refreshMs = 5000,
+  ) {}
+
+  async load(): Promise<void> {
+    const rows = await this.fork().find(Setting, {});
+    this.stored = new Map(rows.map((row) => [row.key, row.value as SettingValue]));
+    this.loadedAt = Date.now();
+  }
+
+  private async fresh(): Promise<void> {
+    if (Date.now() - this.loadedAt > this.refreshMs) await this.load();
+  }
+
+  private resolve(key: string): SettingView {
+    const definition = SETTINGS_BY_KEY.get(key);
+    if (!definition) throw new BadRequestError(`Unknown setting: ${key}`);
+    const stored = this.stored.get(key);
+    if (stored !== undefined) return { ...base(), value: stored, source: 'database' };
+    const fromEnv = settingFromEnvironment(definition, this.env);
+    if (fromEnv !== undefined && settingValueError(definition, fromEnv) === null) {
+      return { ...base(), value: fromEnv, source: 'environment' };
+    }
+    return { ...base(), value: definition.default, source: 'default' };
+
+    function base() {
+      return { key, default: definition!.default, description: definition!.description };
+    }
+  }
+
+  async get<T extends SettingValue>(key: string): Promise<T> {
+    await this.fresh();
+    return this.resolve(key).value as T;
+  }
+
+  async list(): Promise<SettingView[]> {
+    await this.fresh();
+    return SETTING_DEFINITIONS.map((definition) => this.resolve(definition.key));
+  }
+
+  /** Returns one message per bad value; an empty list means every value would be accepted. */
+  validate(values: Record<string, unknown>): string[] {
+    const errors: string[] = [];
+    for (const [key, value] of Object.entries(values)) {
+      const definition = SETTINGS_BY_KEY.get(key);
+      const error = definition ? settingValueError(definition, value) : `Unknown setting: ${key}`;
+      if (error) errors.push(error);
+    }
+    return errors;
+  }
+
+  async update(em: EntityManager, values: Record<string, unknown>): Promise<SettingView[]> {
+    const errors = this.validate(values);
+    if (errors.length > 0) throw new BadRequestError(errors.join('; '), { errors });
+    const now = new Date();
+    for (const [key, value] of Object.entries(values)) {
+      await em.upsert(Setting, { key, value, updatedAt: now });
+    }
+    await em.flush();
+    await this.load();
+    return this.list();
+  }
+
+  async reset(em: EntityManager, keys: string[]): Promise<SettingView[]> {
+    const unknown = keys.filter((key) => !SETTINGS_BY_KEY.has(key));
+    if (unknown.length > 0) throw new BadRequestError(`Unknown setting: ${unknown.join(', ')}`);
+    await em.nativeDelete(Setting, { key: { $in: keys } });
+    await this.load();
+    return this.list();
+  }
+}
