@@ -13,6 +13,7 @@ export interface ApiKeyActor {
   kind: 'api_key';
   keyId: string;
   name: string;
+  prefix: string;
   scopes: string[];
   /** Collection the key is pinned to, if any. */
   collection: string | null;

@@ -156,6 +156,7 @@ export class ApiKeyService {
       kind: 'api_key',
       keyId: record.id,
       name: record.name,
+      prefix: record.prefix,
       scopes: record.scopes,
       collection: record.collection ?? null,
       createdBy: record.createdBy ?? null,

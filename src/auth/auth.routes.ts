@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { requireActor } from '../http/authenticate.js';
 import { ANY_CALLER, OPEN, SESSION } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
-import { ApiKey, User } from '../db/entities/index.js';
+import { User } from '../db/entities/index.js';
 import { NotFoundError } from '../errors.js';
 import { actorScopes, type UserActor } from './actor.js';
 import { mergePreferences, preferencesPatchFromBody, readPreferences } from './preferences.service.js';
@@ -77,10 +77,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
     if (actor.kind === 'user') {
       return { auth_method: 'session', user: { id: actor.userId, email: actor.email, role: actor.role }, scopes: actorScopes(actor), collection: null };
     }
-    const key = await db.fork().findOne(ApiKey, { id: actor.keyId }, { fields: ['prefix'] });
     return {
       auth_method: 'api_key',
-      api_key: { id: actor.keyId, name: actor.name, prefix: key?.prefix ?? null },
+      api_key: { id: actor.keyId, name: actor.name, prefix: actor.prefix },
       scopes: actor.scopes,
       collection: actor.collection,
     };

@@ -1,0 +1,77 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface ServiceProcess {
+  baseUrl: string;
+  dataDir: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+/**
+ * Starts the compiled service (`npm run build` first) as its own process, as `npm start` would,
+ * on a free port with a fresh data directory, so benchmarks measure the real server over TCP.
+ */
+export async function startService(env: Record<string, string> = {}): Promise<ServiceProcess> {
+  const port = await freePort();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-bench-'));
+  const child = spawn(process.execPath, [path.join(root, 'dist/src/main.js')], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  for (let attempt = 0; attempt < 120; attempt++) {
+    try {
+      if ((await fetch(`${baseUrl}/health`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return {
+    baseUrl, dataDir, child,
+    async stop() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Creates the first admin and an API key; returns the key's plaintext and the session cookie. */
+export async function bootstrapAdmin(baseUrl: string, keyBody: Record<string, unknown> = { name: 'bench' }): Promise<{ key: string; cookie: string }> {
+  const setup = await fetch(`${baseUrl}/v1/auth/setup`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'bench@example.com', password: 'benchmark password' }),
+  });
+  if (setup.status !== 201) throw new Error(`setup failed: ${setup.status} ${await setup.text()}`);
+  const cookie = (setup.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  const created = await fetch(`${baseUrl}/v1/admin/api-keys`, {
+    method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify(keyBody),
+  });
+  if (created.status !== 201) throw new Error(`key creation failed: ${created.status}`);
+  return { key: ((await created.json()) as { key: string }).key, cookie };
+}
+
+export function machineDescription() {
+  return { node: process.version, cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model ?? 'unknown', memory_gib: Math.round(os.totalmem() / 2 ** 30) };
+}
