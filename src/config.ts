@@ -6,7 +6,10 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL URL; undefined selects the embedded PGlite database in `dataDir`. */
   databaseUrl: string | undefined;
-  vectorStore: 'pgvector' | 'weaviate';
+  /** `embedded` (in-process ANN index persisted in PGlite), `pgvector` or `weaviate`. */
+  vectorStore: 'embedded' | 'pgvector' | 'weaviate';
+  /** `memory` (in-process BM25 rebuilt from the database) or `sql` (postings tables). */
+  keywordIndex: 'memory' | 'sql';
   weaviateUrl: string | undefined;
   weaviateApiKey: string | undefined;
   masterKey: string | undefined;
@@ -39,16 +42,24 @@ function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const vectorStore = optional(env, 'VECTOR_STORE') ?? 'pgvector';
-  if (vectorStore !== 'pgvector' && vectorStore !== 'weaviate') {
-    throw new ConfigError(`VECTOR_STORE must be "pgvector" or "weaviate", got "${vectorStore}"`);
+  const databaseUrl = optional(env, 'DATABASE_URL');
+  // The embedded database cannot keep up with live HNSW inserts (~130 rows/s, ../shared/STACK.md),
+  // so without DATABASE_URL vectors and BM25 live in process, persisted in PGlite.
+  const vectorStore = optional(env, 'VECTOR_STORE') ?? (databaseUrl ? 'pgvector' : 'embedded');
+  if (vectorStore !== 'embedded' && vectorStore !== 'pgvector' && vectorStore !== 'weaviate') {
+    throw new ConfigError(`VECTOR_STORE must be "embedded", "pgvector" or "weaviate", got "${vectorStore}"`);
+  }
+  const keywordIndex = optional(env, 'KEYWORD_INDEX') ?? (databaseUrl ? 'sql' : 'memory');
+  if (keywordIndex !== 'memory' && keywordIndex !== 'sql') {
+    throw new ConfigError(`KEYWORD_INDEX must be "memory" or "sql", got "${keywordIndex}"`);
   }
   return {
     port: integer(env, 'PORT', 8080),
     host: optional(env, 'HOST') ?? '0.0.0.0',
     dataDir: path.resolve(optional(env, 'DATA_DIR') ?? './data'),
-    databaseUrl: optional(env, 'DATABASE_URL'),
+    databaseUrl,
     vectorStore,
+    keywordIndex,
     weaviateUrl: optional(env, 'WEAVIATE_URL'),
     weaviateApiKey: optional(env, 'WEAVIATE_API_KEY'),
     masterKey: optional(env, 'MASTER_KEY'),

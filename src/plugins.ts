@@ -67,43 +67,49 @@ export interface Parser {
 
 // ---------- vector store ----------
 
+/** A metadata filter in the language of api-contract section 3, already validated (src/search/filters). */
+export type { MetadataFilter } from './search/filters/filter-types.js';
+import type { MetadataFilter } from './search/filters/filter-types.js';
+
 export interface VectorRecord {
-  id: string;
+  /** The chunk's internal key: unique across the instance, stable for the chunk's life. */
+  key: number;
   collectionId: string;
   documentId: string | null;
-  embedding: number[];
-  /** Metadata used for filtering (document metadata merged with the chunk's). */
+  embedding: Float32Array;
+  /** The chunk's filterable metadata (document metadata merged with the chunk's own). */
   metadata: Record<string, unknown>;
-  /** Tenant value when the collection has a `tenant_field`. */
+  /** Value of the collection's `tenant_field` for this chunk, or null when the collection has none. */
   tenant: string | null;
 }
 
-/** A metadata filter in the language of api-contract section 3 (`$eq`, `$in`, `$and`...). */
-export type MetadataFilter = Record<string, unknown>;
-
 export interface VectorSearchRequest {
   collectionId: string;
-  embedding: number[];
+  embedding: Float32Array;
   topK: number;
   filter?: MetadataFilter | undefined;
+  /** When the collection has a tenant field, only this tenant's vectors may be returned. */
   tenant?: string | null | undefined;
 }
 
 export interface VectorHit {
-  id: string;
+  key: number;
   /** Cosine similarity in [-1, 1]. */
   score: number;
 }
 
 export interface VectorStore {
   readonly name: string;
-  /** Makes sure the store can hold vectors of `dimension` for this collection. */
+  /** Loads or creates what the store needs to hold `dimension`-sized vectors for this collection. */
   ensureCollection(collectionId: string, dimension: number): Promise<void>;
+  /** Inserts or replaces by key. */
   upsert(records: VectorRecord[]): Promise<void>;
-  delete(collectionId: string, ids: string[]): Promise<void>;
-  deleteByDocument(collectionId: string, documentId: string): Promise<void>;
+  delete(collectionId: string, keys: number[]): Promise<void>;
   dropCollection(collectionId: string): Promise<void>;
+  /** Nearest vectors by cosine similarity, best first, honouring filter and tenant exactly. */
   search(request: VectorSearchRequest): Promise<VectorHit[]>;
+  /** Number of vectors stored for a collection. */
+  count(collectionId: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -162,9 +168,19 @@ export interface PluginKinds {
 export type PluginKind = keyof PluginKinds;
 
 export interface PluginDependencies {
-  /** Runs SQL on the service database (for plugins such as pgvector that keep data there). */
-  sql?: <Row = Record<string, unknown>>(query: string, params?: unknown[]) => Promise<Row[]>;
+  /**
+   * Runs SQL on the service database (for plugins such as pgvector that keep data there), with
+   * knex-style `?` placeholders. `transaction` runs several statements on one connection.
+   */
+  sql?: SqlRunner;
   fetch?: typeof fetch;
+}
+
+export interface SqlRunner {
+  <Row = Record<string, unknown>>(query: string, params?: unknown[]): Promise<Row[]>;
+  transaction<T>(work: (sql: <Row = Record<string, unknown>>(query: string, params?: unknown[]) => Promise<Row[]>) => Promise<T>): Promise<T>;
+  /** 'pglite' for the embedded database, 'postgresql' otherwise. */
+  readonly dialect: 'pglite' | 'postgresql';
 }
 
 export interface PluginDefinition<K extends PluginKind = PluginKind> {

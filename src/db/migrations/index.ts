@@ -1,5 +1,6 @@
 import type { MigrationObject } from '@mikro-orm/core';
 import { Migration0001Accounts } from './0001-accounts.js';
+import { Migration0002Retrieval } from './0002-retrieval.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -7,4 +8,5 @@ import { Migration0001Accounts } from './0001-accounts.js';
  */
 export const migrations: MigrationObject[] = [
   { name: '0001-accounts', class: Migration0001Accounts },
+  { name: '0002-retrieval', class: Migration0002Retrieval },
 ];
