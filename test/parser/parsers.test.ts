@@ -1,0 +1,202 @@
+import t from 'tap';
+import { builtInParsers } from '../../plugins/parser/index.js';
+import { htmlParserPlugin } from '../../plugins/parser/html/index.js';
+import { markdownParserPlugin } from '../../plugins/parser/markdown/index.js';
+import { textParserPlugin } from '../../plugins/parser/text/index.js';
+import type { DocumentElement, ParsedDocument, PluginDefinition } from '../../src/plugins.js';
+
+async function parse(plugin: PluginDefinition<'parser'>, filename: string, content: string | Buffer): Promise<ParsedDocument> {
+  const parser = plugin.create({}, {});
+  const data = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+  return parser.parse({ filename, contentType: parser.contentTypes[0], data });
+}
+
+/** [type, text, headingPath] of each element, plus level for headings. */
+const outline = (elements: DocumentElement[]): unknown[] =>
+  elements.map((element) =>
+    element.type === 'heading'
+      ? [element.type, element.text, element.headingPath, element.level]
+      : [element.type, element.text, element.headingPath],
+  );
+
+t.test('builtInParsers lists text, markdown and html', async (t) => {
+  t.same(
+    builtInParsers.map((plugin) => [plugin.kind, plugin.name]),
+    [['parser', 'text'], ['parser', 'markdown'], ['parser', 'html']],
+  );
+  const parsers = builtInParsers.map((plugin) => plugin.create({}, {}));
+  t.same(parsers.map((parser) => parser.name), ['text', 'markdown', 'html']);
+  t.same(parsers[0].extensions, ['txt', 'text', 'log']);
+  t.ok(parsers[1].contentTypes.includes('text/markdown') && parsers[1].extensions.includes('md'));
+  t.ok(parsers[2].contentTypes.includes('text/html') && parsers[2].extensions.includes('htm'));
+});
+
+t.test('text: paragraphs on blank lines, BOM stripped, Latin-1 fallback', async (t) => {
+  const document = await parse(textParserPlugin, 'notes.txt', '\uFEFFFirst line\r\nstill first.\r\n\r\n  \t \n\nSecond paragraph.\n\n\n');
+  t.same(outline(document.elements), [
+    ['paragraph', 'First line\nstill first.', []],
+    ['paragraph', 'Second paragraph.', []],
+  ]);
+  t.equal(document.title, undefined);
+
+  // "café crème" in Latin-1: 0xE9 and 0xE8 alone are invalid UTF-8.
+  const latin1 = Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0x63, 0x72, 0xe8, 0x6d, 0x65]);
+  t.same(outline((await parse(textParserPlugin, 'menu.txt', latin1)).elements), [['paragraph', 'café crème', []]]);
+  // Valid UTF-8 is never reinterpreted.
+  t.same(outline((await parse(textParserPlugin, 'menu.txt', 'café crème')).elements), [['paragraph', 'café crème', []]]);
+  // Windows "Unicode" (UTF-16 LE with BOM).
+  const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('naïve\r\n\r\ntext', 'utf16le')]);
+  t.same(outline((await parse(textParserPlugin, 'win.txt', utf16)).elements), [['paragraph', 'naïve', []], ['paragraph', 'text', []]]);
+  t.same((await parse(textParserPlugin, 'empty.txt', '')).elements, []);
+});
+
+const markdown = `---
+title: "Front matter title"
+draft: false
+weight: 3
+tags: [a, b]
+nested:
+  key: 1
+---
+# Guide &amp; Notes
+
+Intro *text* with \`f()\` and a [link](https://example.com),
+wrapped onto a second line.
+
+## Install
+
+- one
+- two
+  - nested
+
+3. three
+4. four
+
+| name | value |
+|------|-------|
+| a    | 1     |
+
+\`\`\`js
+let x = 1;
+
+x += 1;
+\`\`\`
+
+> quoted
+> text
+
+### Deep
+
+deep text
+
+# Second
+
+after
+`;
+
+t.test('markdown: element types, heading paths, title and front matter', async (t) => {
+  const document = await parse(markdownParserPlugin, 'guide.md', markdown);
+  t.same(outline(document.elements), [
+    ['heading', 'Guide & Notes', [], 1],
+    ['paragraph', 'Intro text with f() and a link, wrapped onto a second line.', ['Guide & Notes']],
+    ['heading', 'Install', ['Guide & Notes'], 2],
+    ['list', '- one\n- two\n  - nested', ['Guide & Notes', 'Install']],
+    ['list', '3. three\n4. four', ['Guide & Notes', 'Install']],
+    ['table', 'name | value\na | 1', ['Guide & Notes', 'Install']],
+    ['code', 'let x = 1;\n\nx += 1;', ['Guide & Notes', 'Install']],
+    ['paragraph', 'quoted text', ['Guide & Notes', 'Install']],
+    ['heading', 'Deep', ['Guide & Notes', 'Install'], 3],
+    ['paragraph', 'deep text', ['Guide & Notes', 'Install', 'Deep']],
+    ['heading', 'Second', [], 1],
+    ['paragraph', 'after', ['Second']],
+  ]);
+  t.same(document.elements[6].metadata, { language: 'js' });
+  t.equal(document.title, 'Guide & Notes', 'the first h1 wins over front matter');
+  // Only simple scalars are kept: the flow list and the nested map are skipped.
+  t.same(document.metadata, { title: 'Front matter title', draft: false, weight: 3 });
+});
+
+t.test('markdown: edge cases', async (t) => {
+  const withoutH1 = await parse(markdownParserPlugin, 'post.md', '---\ntitle: Only in front matter\n---\nBody.\n');
+  t.equal(withoutH1.title, 'Only in front matter');
+  t.same(outline(withoutH1.elements), [['paragraph', 'Body.', []]]);
+
+  const plain = await parse(markdownParserPlugin, 'plain.md', '## Level two first\n\ntext\n\n- [x] done\n- [ ] todo\n\n<div>raw <b>html</b></div>\n\n---\n');
+  t.same(outline(plain.elements), [
+    ['heading', 'Level two first', [], 2],
+    ['paragraph', 'text', ['Level two first']],
+    ['list', '- [x] done\n- [ ] todo', ['Level two first']],
+    ['paragraph', 'raw html', ['Level two first']],
+  ]);
+  t.equal(plain.title, undefined);
+  t.equal(plain.metadata, undefined);
+
+  const mdx = await parse(markdownParserPlugin, 'page.mdx', "import Chart from './chart'\n\n# Page\n\nProse.\n");
+  t.same(outline(mdx.elements), [
+    ['heading', 'Page', [], 1],
+    ['paragraph', 'Prose.', ['Page']],
+  ]);
+});
+
+const html = `<!doctype html>
+<html><head><title> My   Page </title><style>p { color: red }</style>
+<script>document.write("<p>not content</p>")</script></head>
+<body>
+<header><nav><a href="/">Home</a> <a href="/docs">Docs</a></nav></header>
+<main><article>
+<header><h1>Guide &amp; Notes</h1></header>
+<p>Intro   text with <code>f()</code> and<br>a line break.</p>
+<div>Loose div text <p>inner paragraph</p> tail</div>
+<h2>Install</h2>
+<ul><li>one</li><li>two<ul><li>nested</li></ul></li></ul>
+<ol start="3"><li><p>three</p></li><li>four</li></ol>
+<table><caption>Sizes</caption>
+<thead><tr><th>name</th><th>value</th></tr></thead>
+<tbody><tr><td>a</td><td>1</td></tr><tr><td>b &lt; c</td><td>2</td></tr></tbody></table>
+<pre><code class="language-js">
+let x = 1;
+  if (x) {   y(); }
+</code></pre>
+<aside><header>ad</header><p>advertisement</p></aside>
+<h3>Deep</h3><p>deep &lt;text&gt;&nbsp;here</p>
+<h2>Other</h2><p>other text</p>
+</article></main>
+<footer>copyright</footer>
+<form><label>Email</label><input name="email"></form>
+<noscript>enable js</noscript>
+</body></html>`;
+
+t.test('html: element types, heading paths, skipped chrome, entities, whitespace', async (t) => {
+  const document = await parse(htmlParserPlugin, 'page.html', html);
+  t.same(outline(document.elements), [
+    ['heading', 'Guide & Notes', [], 1],
+    ['paragraph', 'Intro text with f() and\na line break.', ['Guide & Notes']],
+    ['paragraph', 'Loose div text', ['Guide & Notes']],
+    ['paragraph', 'inner paragraph', ['Guide & Notes']],
+    ['paragraph', 'tail', ['Guide & Notes']],
+    ['heading', 'Install', ['Guide & Notes'], 2],
+    ['list', '- one\n- two\n  - nested', ['Guide & Notes', 'Install']],
+    ['list', '3. three\n4. four', ['Guide & Notes', 'Install']],
+    ['paragraph', 'Sizes', ['Guide & Notes', 'Install']],
+    ['table', 'name | value\na | 1\nb < c | 2', ['Guide & Notes', 'Install']],
+    ['code', 'let x = 1;\n  if (x) {   y(); }', ['Guide & Notes', 'Install']],
+    ['heading', 'Deep', ['Guide & Notes', 'Install'], 3],
+    ['paragraph', 'deep <text> here', ['Guide & Notes', 'Install', 'Deep']],
+    ['heading', 'Other', ['Guide & Notes'], 2],
+    ['paragraph', 'other text', ['Guide & Notes', 'Other']],
+  ]);
+  t.same(document.elements[10].metadata, { language: 'js' });
+  t.equal(document.title, 'My Page');
+});
+
+t.test('html: title falls back to the first h1; unclosed tags still produce elements', async (t) => {
+  const document = await parse(htmlParserPlugin, 'x.htm', '<h1>Only heading</h1><p>first<p>second<ul><li>a<li>b</ul>');
+  t.equal(document.title, 'Only heading');
+  t.same(outline(document.elements), [
+    ['heading', 'Only heading', [], 1],
+    ['paragraph', 'first', ['Only heading']],
+    ['paragraph', 'second', ['Only heading']],
+    ['list', '- a\n- b', ['Only heading']],
+  ]);
+  t.same((await parse(htmlParserPlugin, 'empty.html', '<html><body><script>x()</script></body></html>')).elements, []);
+});
