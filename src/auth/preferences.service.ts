@@ -53,8 +53,8 @@ export async function mergePreferences(em: EntityManager, userId: string, patch:
     else if (typeof openaiKey === 'string' && openaiKey !== '') user.chatOpenaiKeySealed = secrets.seal(openaiKey);
     else if (openaiKey !== undefined) throw new BadRequestError('chat.openai_key must be a string or null');
     plainPatch.chat = chat;
-  } else if (patch.chat === null) {
-    // Dropping the whole chat object drops the key stored under it too.
+  } else if (patch.chat !== undefined) {
+    // Replacing the whole chat object (null or a scalar) drops the key stored under it too.
     user.chatOpenaiKeySealed = null;
   }
   user.preferences = deepMergePreferences(user.preferences, plainPatch);

@@ -10,6 +10,12 @@ import { revokeUserSessions } from './sessions.service.js';
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+$/;
 /** Serialises first-run setup across requests and replicas. */
 const SETUP_LOCK_ID = 7_361_001;
+/** Serialises changes that could remove the last admin (two admins demoting each other at once). */
+const ADMIN_CHANGE_LOCK_ID = 7_361_002;
+
+async function lockAdminChanges(em: EntityManager): Promise<void> {
+  await em.getConnection().execute('select pg_advisory_xact_lock(?)', [ADMIN_CHANGE_LOCK_ID], 'all', em.getTransactionContext());
+}
 
 export interface NewUserInput {
   email: string;
@@ -106,36 +112,42 @@ async function assertAnotherAdminRemains(em: EntityManager, user: UserRecord): P
 }
 
 export async function updateUser(em: EntityManager, actor: Actor, id: string, input: UserUpdateInput): Promise<UserRecord> {
-  const user = await getUser(em, id);
   const role = checkRole(input.role);
-  if (input.email !== undefined) {
-    const email = normaliseEmail(input.email);
-    await assertEmailFree(em, email, id);
-    user.email = email;
-  }
-  if (input.display_name !== undefined) user.displayName = input.display_name;
-  if (role !== undefined && role !== user.role) {
-    if (role !== 'admin') await assertAnotherAdminRemains(em, user);
-    user.role = role;
-  }
-  if (input.password !== undefined) {
-    assertPasswordPolicy(input.password);
-    user.passwordHash = await hashPassword(input.password);
-    // An admin resetting someone's password signs that user out everywhere.
-    await revokeUserSessions(em, id);
-  }
-  user.updatedAt = new Date();
-  recordAudit(em, actor, { action: 'user.update', resourceType: 'user', resourceId: id, details: { fields: Object.keys(input).filter((field) => field !== 'password').concat(input.password !== undefined ? ['password'] : []) } });
-  await em.flush();
-  return user;
+  if (input.password !== undefined) assertPasswordPolicy(input.password);
+  // Hash before the transaction: PGlite has one connection, and argon2 takes ~110 ms.
+  const passwordHash = input.password !== undefined ? await hashPassword(input.password) : undefined;
+  return em.transactional(async (tx) => {
+    await lockAdminChanges(tx);
+    const user = await getUser(tx, id);
+    if (input.email !== undefined) {
+      const email = normaliseEmail(input.email);
+      await assertEmailFree(tx, email, id);
+      user.email = email;
+    }
+    if (input.display_name !== undefined) user.displayName = input.display_name;
+    if (role !== undefined && role !== user.role) {
+      if (role !== 'admin') await assertAnotherAdminRemains(tx, user);
+      user.role = role;
+    }
+    if (passwordHash !== undefined) {
+      user.passwordHash = passwordHash;
+      // An admin resetting someone's password signs that user out everywhere.
+      await revokeUserSessions(tx, id);
+    }
+    user.updatedAt = new Date();
+    recordAudit(tx, actor, { action: 'user.update', resourceType: 'user', resourceId: id, details: { fields: Object.keys(input) } });
+    return user;
+  });
 }
 
 export async function deleteUser(em: EntityManager, actor: Actor, id: string): Promise<void> {
-  const user = await getUser(em, id);
-  await assertAnotherAdminRemains(em, user);
-  em.remove(user);
-  recordAudit(em, actor, { action: 'user.delete', resourceType: 'user', resourceId: id, details: { email: user.email } });
-  await em.flush();
+  await em.transactional(async (tx) => {
+    await lockAdminChanges(tx);
+    const user = await getUser(tx, id);
+    await assertAnotherAdminRemains(tx, user);
+    tx.remove(user);
+    recordAudit(tx, actor, { action: 'user.delete', resourceType: 'user', resourceId: id, details: { email: user.email } });
+  });
 }
 
 /** Verifies the current password, stores the new one and revokes every session of the user. */

@@ -34,7 +34,8 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
   const { db } = options.services;
   app.decorateRequest('idempotencyRecordId', null);
 
-  app.addHook('preHandler', async (request, reply) => {
+  // preValidation: the body is parsed but not yet validated, so validation errors are replayed too.
+  app.addHook('preValidation', async (request, reply) => {
     const key = request.headers['idempotency-key'];
     if (typeof key !== 'string' || !MUTATING.has(request.method) || !request.actor) return;
     if (key.length === 0 || key.length > 255) throw new BadRequestError('Idempotency-Key must be 1-255 characters');

@@ -8,13 +8,16 @@ export interface SettingDefinition {
   /** Allowed values for strings with a closed set, or [min, max] for integers. */
   allowed?: readonly string[];
   range?: readonly [number, number];
+  /** Strings must match this, e.g. an RFC 6265 cookie-name token. */
+  pattern?: RegExp;
 }
 
 /** Instance settings (api-contract 3). Each may be set by environment (upper-case key) or by an admin. */
 export const SETTING_DEFINITIONS: readonly SettingDefinition[] = [
   { key: 'allow_local_webhooks', type: 'boolean', default: false, description: 'Allow webhook URLs that are loopback HTTP' },
   { key: 'webhook_timeout_ms', type: 'integer', default: 10000, range: [100, 120000], description: 'Timeout of one webhook delivery attempt' },
-  { key: 'session_cookie_name', type: 'string', default: 'svc_session', description: 'Name of the admin session cookie' },
+  // A name outside the RFC 6265 token set would make every login fail, locking admins out.
+  { key: 'session_cookie_name', type: 'string', default: 'svc_session', pattern: /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/, description: 'Name of the admin session cookie' },
   { key: 'session_cookie_secure', type: 'boolean', default: false, description: 'Set the Secure flag on the session cookie (serve over HTTPS)' },
   { key: 'session_cookie_samesite', type: 'string', default: 'lax', allowed: ['lax', 'strict', 'none'], description: 'SameSite attribute of the session cookie' },
   { key: 'session_ttl_hours', type: 'integer', default: 168, range: [1, 8760], description: 'Lifetime of an admin session' },
@@ -41,6 +44,7 @@ export function settingValueError(definition: SettingDefinition, value: unknown)
       if (definition.allowed && !definition.allowed.includes(value)) {
         return `${definition.key} must be one of ${definition.allowed.join(', ')}`;
       }
+      if (definition.pattern && !definition.pattern.test(value)) return `${definition.key} has characters that are not allowed`;
       return null;
   }
 }

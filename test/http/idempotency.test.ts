@@ -1,0 +1,190 @@
+import t from 'tap';
+import { buildTestApp, setupAdmin, testBackends } from '../support/test-app.js';
+
+for (const backend of testBackends()) {
+  t.test(backend, async (t) => {
+    const ctx = await buildTestApp(backend);
+    t.teardown(() => ctx.close());
+    const { app } = ctx;
+    const cookie = await setupAdmin(app);
+
+    const listKeys = async (sessionCookie = cookie) => {
+      const response = await app.inject({ method: 'GET', url: '/v1/admin/api-keys', headers: { cookie: sessionCookie } });
+      t.equal(response.statusCode, 200);
+      return response.json() as { data: Array<{ id: string; name: string }>; total: number };
+    };
+    const auditCount = async (action: string) => {
+      const response = await app.inject({ method: 'GET', url: `/v1/admin/audit?action=${action}`, headers: { cookie } });
+      t.equal(response.statusCode, 200);
+      return (response.json() as { total: number }).total;
+    };
+    const createKey = (key: string, payload: object, sessionCookie = cookie) => app.inject({
+      method: 'POST', url: '/v1/admin/api-keys', headers: { cookie: sessionCookie, 'idempotency-key': key }, payload,
+    });
+
+    await t.test('a repeated request is replayed, not executed twice', async (t) => {
+      const first = await createKey('key-create-1', { name: 'ci', scopes: ['query:read'] });
+      t.equal(first.statusCode, 201);
+      t.equal(first.headers['idempotent-replayed'], undefined, 'the first response is not marked as a replay');
+      const created = first.json() as { id: string; key: string; name: string };
+      t.match(created.key, /^svc_sk_/);
+
+      const second = await createKey('key-create-1', { name: 'ci', scopes: ['query:read'] });
+      t.equal(second.statusCode, 201);
+      t.equal(second.headers['idempotent-replayed'], 'true');
+      t.match(second.headers['content-type'], /^application\/json/);
+      t.strictSame(second.json(), first.json(), 'identical body: same id and plaintext key');
+      t.equal(second.json().id, created.id);
+      t.equal(second.json().key, created.key);
+
+      const third = await createKey('key-create-1', { name: 'ci', scopes: ['query:read'] });
+      t.equal(third.statusCode, 201);
+      t.equal(third.headers['idempotent-replayed'], 'true');
+      t.equal(third.json().id, created.id);
+
+      const keys = await listKeys();
+      t.equal(keys.total, 1, 'only one key exists');
+      t.strictSame(keys.data.map((key) => key.id), [created.id]);
+      t.equal(await auditCount('api_key.create'), 1, 'the work was audited once');
+
+      // A different key is a new request.
+      const fresh = await createKey('key-create-2', { name: 'ci', scopes: ['query:read'] });
+      t.equal(fresh.statusCode, 201);
+      t.equal(fresh.headers['idempotent-replayed'], undefined);
+      t.not(fresh.json().id, created.id);
+      t.equal((await listKeys()).total, 2);
+
+      // Without the header nothing is remembered.
+      const plainA = await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'plain' } });
+      const plainB = await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'plain' } });
+      t.equal(plainA.statusCode, 201);
+      t.equal(plainB.statusCode, 201);
+      t.not(plainA.json().id, plainB.json().id);
+      t.equal((await listKeys()).total, 4);
+    });
+
+    await t.test('the same key with a different request is 422', async (t) => {
+      const before = (await listKeys()).total;
+      const response = await createKey('key-create-1', { name: 'something else' });
+      t.equal(response.statusCode, 422);
+      t.type(response.json().detail, 'string');
+      t.equal(response.headers['idempotent-replayed'], undefined);
+
+      // The same key on another path is a different request too, and does nothing.
+      const usersBefore = (await app.inject({ method: 'GET', url: '/v1/admin/users', headers: { cookie } })).json().total;
+      const otherPath = await app.inject({
+        method: 'POST', url: '/v1/admin/users', headers: { cookie, 'idempotency-key': 'key-create-1' },
+        payload: { email: 'reused-key@example.com', password: 'long-enough-password' },
+      });
+      t.equal(otherPath.statusCode, 422);
+      t.type(otherPath.json().detail, 'string');
+      t.equal((await listKeys()).total, before, 'no key was created');
+      const usersAfter = (await app.inject({ method: 'GET', url: '/v1/admin/users', headers: { cookie } })).json().total;
+      t.equal(usersAfter, usersBefore, 'no user was created');
+
+      // The original is still replayable afterwards.
+      const replay = await createKey('key-create-1', { name: 'ci', scopes: ['query:read'] });
+      t.equal(replay.statusCode, 201);
+      t.equal(replay.headers['idempotent-replayed'], 'true');
+    });
+
+    await t.test('errors are replayed too', async (t) => {
+      const usersBefore = await app.inject({ method: 'GET', url: '/v1/admin/users', headers: { cookie } });
+      const payload = { email: 'short@example.com', password: 'short' };
+      const first = await app.inject({ method: 'POST', url: '/v1/admin/users', headers: { cookie, 'idempotency-key': 'user-short' }, payload });
+      t.equal(first.statusCode, 400);
+      t.type(first.json().detail, 'string');
+      t.equal(first.headers['idempotent-replayed'], undefined);
+      const second = await app.inject({ method: 'POST', url: '/v1/admin/users', headers: { cookie, 'idempotency-key': 'user-short' }, payload });
+      t.equal(second.statusCode, 400);
+      t.equal(second.headers['idempotent-replayed'], 'true');
+      t.strictSame(second.json(), first.json());
+
+      // A 404 from a mutating request is remembered as well.
+      const missing = '00000000-0000-4000-8000-000000000000';
+      const rotateA = await app.inject({ method: 'POST', url: `/v1/admin/api-keys/${missing}/rotate`, headers: { cookie, 'idempotency-key': 'rotate-missing' } });
+      const rotateB = await app.inject({ method: 'POST', url: `/v1/admin/api-keys/${missing}/rotate`, headers: { cookie, 'idempotency-key': 'rotate-missing' } });
+      t.equal(rotateA.statusCode, 404);
+      t.equal(rotateB.statusCode, 404);
+      t.equal(rotateB.headers['idempotent-replayed'], 'true');
+      t.strictSame(rotateB.json(), rotateA.json());
+
+      const usersAfter = await app.inject({ method: 'GET', url: '/v1/admin/users', headers: { cookie } });
+      t.equal(usersAfter.json().total, usersBefore.json().total, 'no user was created');
+    });
+
+    await t.test('a replayed rotate returns the same new key and rotates once', async (t) => {
+      const { id } = (await createKey('rotate-setup', { name: 'to rotate' })).json() as { id: string };
+      const first = await app.inject({ method: 'POST', url: `/v1/admin/api-keys/${id}/rotate`, headers: { cookie, 'idempotency-key': 'rotate-1' } });
+      t.equal(first.statusCode, 200);
+      const second = await app.inject({ method: 'POST', url: `/v1/admin/api-keys/${id}/rotate`, headers: { cookie, 'idempotency-key': 'rotate-1' } });
+      t.equal(second.statusCode, 200);
+      t.equal(second.headers['idempotent-replayed'], 'true');
+      t.equal(second.json().key, first.json().key);
+      const whoami = await app.inject({ method: 'GET', url: '/v1/auth/whoami', headers: { authorization: `Bearer ${first.json().key}` } });
+      t.equal(whoami.statusCode, 200, 'the key of the first rotation still works: there was no second rotation');
+      t.equal(await auditCount('api_key.rotate'), 1);
+    });
+
+    await t.test('keys are scoped per caller', async (t) => {
+      const created = await app.inject({
+        method: 'POST', url: '/v1/admin/users', headers: { cookie },
+        payload: { email: 'second-admin@example.com', password: 'second-admin-password' },
+      });
+      t.equal(created.statusCode, 201);
+      const login = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email: 'second-admin@example.com', password: 'second-admin-password' } });
+      t.equal(login.statusCode, 200);
+      const session = login.cookies.find((c) => c.name === 'svc_session')!;
+      const otherCookie = `${session.name}=${session.value}`;
+
+      const before = (await listKeys()).total;
+      const original = await createKey('key-create-1', { name: 'ci', scopes: ['query:read'] });
+      const mine = await createKey('key-create-1', { name: 'ci', scopes: ['query:read'] }, otherCookie);
+      t.equal(mine.statusCode, 201);
+      t.equal(mine.headers['idempotent-replayed'], undefined, 'not a replay of the first admin\'s request');
+      t.not(mine.json().id, original.json().id);
+      t.not(mine.json().key, original.json().key);
+
+      // A different body under the other admin's key is not a 422 against the first admin's record.
+      const differentBody = await createKey('key-create-2', { name: 'another' }, otherCookie);
+      t.equal(differentBody.statusCode, 201);
+      t.equal(differentBody.headers['idempotent-replayed'], undefined);
+
+      const again = await createKey('key-create-1', { name: 'ci', scopes: ['query:read'] }, otherCookie);
+      t.equal(again.headers['idempotent-replayed'], 'true');
+      t.equal(again.json().id, mine.json().id);
+      t.equal((await listKeys()).total, before + 2);
+    });
+
+    await t.test('concurrent repeats execute once', async (t) => {
+      const before = (await listKeys()).total;
+      const responses = await Promise.all([1, 2, 3].map(() => createKey('concurrent', { name: 'concurrent' })));
+      const statuses = responses.map((response) => response.statusCode).sort();
+      t.ok(statuses.every((status) => status === 201 || status === 409), `statuses ${statuses.join(',')}`);
+      const successes = responses.filter((response) => response.statusCode === 201);
+      t.ok(successes.length >= 1);
+      t.equal(new Set(successes.map((response) => response.json().id)).size, 1, 'every 201 carries the same key');
+      for (const conflict of responses.filter((response) => response.statusCode === 409)) t.type(conflict.json().detail, 'string');
+      t.equal((await listKeys()).total, before + 1);
+    });
+
+    await t.test('the key must be 1-255 characters', async (t) => {
+      const before = (await listKeys()).total;
+      const long = await createKey('k'.repeat(256), { name: 'long' });
+      t.equal(long.statusCode, 400);
+      t.type(long.json().detail, 'string');
+      const empty = await createKey('', { name: 'empty' });
+      t.equal(empty.statusCode, 400);
+      t.type(empty.json().detail, 'string');
+      t.equal((await listKeys()).total, before, 'nothing was created');
+
+      const longest = await createKey('k'.repeat(255), { name: 'longest' });
+      t.equal(longest.statusCode, 201);
+      t.equal((await listKeys()).total, before + 1);
+
+      // Reads ignore the header.
+      const read = await app.inject({ method: 'GET', url: '/v1/admin/api-keys', headers: { cookie, 'idempotency-key': 'k'.repeat(300) } });
+      t.equal(read.statusCode, 200);
+    });
+  });
+}
