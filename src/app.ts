@@ -1,4 +1,5 @@
 import cookie from '@fastify/cookie';
+import multipart from '@fastify/multipart';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { adminApiKeyRoutes } from './admin/api-keys.routes.js';
@@ -6,6 +7,11 @@ import { adminAuditRoutes } from './admin/audit.routes.js';
 import { adminSettingsRoutes } from './admin/settings.routes.js';
 import { adminUserRoutes } from './admin/users.routes.js';
 import { authRoutes } from './auth/auth.routes.js';
+import { collectionRoutes } from './collections/collections.routes.js';
+import { instanceStatsRoutes } from './collections/instance-stats.routes.js';
+import { documentRoutes } from './documents/documents.routes.js';
+import { queryRoutes } from './search/query.routes.js';
+import { vectorRoutes } from './vectors/vectors.routes.js';
 import { healthRoutes } from './health/health.routes.js';
 import { authenticate } from './http/authenticate.js';
 import { errorHandler } from './http/error-handler.js';
@@ -39,6 +45,11 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
   app.removeContentTypeParser('text/plain');
   await app.register(errorHandler);
   await app.register(cookie);
+  // Files stream to storage part by part; the size limit surfaces as a truncated stream (413).
+  await app.register(multipart, {
+    throwFileSizeLimit: false,
+    limits: { fileSize: services.config.uploadLimitBytes, files: 1000, fields: 100, fieldSize: 1024 * 1024, parts: 2000 },
+  });
   await app.register(openapi);
   await app.register(authenticate, { services });
   await app.register(idempotency, { services });
@@ -49,6 +60,11 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
   await app.register(adminApiKeyRoutes, { services });
   await app.register(adminAuditRoutes, { services });
   await app.register(adminSettingsRoutes, { services });
+  await app.register(collectionRoutes, { services });
+  await app.register(documentRoutes, { services });
+  await app.register(queryRoutes, { services });
+  await app.register(vectorRoutes, { services });
+  await app.register(instanceStatsRoutes, { services });
   return app;
 }
 

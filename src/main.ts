@@ -18,6 +18,7 @@ async function serve(): Promise<void> {
   logger.info({ database: db.kind, dataDir: config.dataDir }, 'database ready, migrations applied');
   const services = await createServices(config, db, logger);
   const app = await buildApp({ services, logger });
+  await services.start();
 
   let stopping = false;
   const shutdown = async (signal: string) => {

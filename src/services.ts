@@ -1,10 +1,29 @@
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiKeyUsageTracker } from './auth/api-key-usage-tracker.js';
 import { ApiKeyService } from './auth/api-keys.service.js';
+import type { CollectionDependencies } from './collections/collections.service.js';
 import type { Config } from './config.js';
 import { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/database.js';
+import { Collection, type CollectionRecord } from './db/entities/index.js';
+import { createSqlRunner } from './db/sql-runner.js';
+import { EmbeddingModels } from './ingestion/embedding-models.js';
+import type { IngestionRuntime } from './ingestion/ingest-document.js';
+import { IngestionWorker } from './ingestion/ingestion-worker.js';
+import { JobQueue } from './ingestion/job-queue.js';
+import { PluginRegistry } from './plugin-registry.js';
+import type { Parser, SqlRunner } from './plugins.js';
+import type { QueryResponse, QueryRuntime } from './search/collection-query.js';
+import { createMemoryKeywordIndex } from './search/keyword/memory-keyword-index.js';
+import { createSqlKeywordIndex } from './search/keyword/sql-keyword-index.js';
+import { QueryCache } from './search/query-cache.js';
+import { QueryEventRecorder } from './search/query-events.js';
+import { dropCollectionIndexes, prepareCollectionIndexes, type SearchIndexes } from './search/search-indexes.js';
 import { SettingsService } from './settings/settings.service.js';
+import { LocalFileStore, type FileStore } from './storage/file-store.js';
 
 /**
  * The long-lived parts every route and worker shares. Built once per process by `createServices`
@@ -13,26 +32,97 @@ import { SettingsService } from './settings/settings.service.js';
 export interface AppServices {
   config: Config;
   db: Database;
+  sql: SqlRunner;
   secrets: SecretBox;
   settings: SettingsService;
   apiKeys: ApiKeyService;
   apiKeyUsage: ApiKeyUsageTracker;
+  plugins: PluginRegistry;
+  parsers: readonly Parser[];
+  files: FileStore;
+  indexes: SearchIndexes;
+  embeddings: EmbeddingModels;
+  jobs: JobQueue;
+  ingestion: IngestionWorker;
+  queryRuntime: QueryRuntime;
+  collectionDependencies: CollectionDependencies;
+  /** Starts background work (ingestion workers); the app serves without it in tests that want control. */
+  start(): Promise<void>;
   /** Stops background work and flushes what is buffered; does not close the database. */
   stop(): Promise<void>;
 }
 
-export async function createServices(config: Config, db: Database, logger: FastifyBaseLogger): Promise<AppServices> {
+export interface ServiceOptions {
+  /** Where uploads are kept; defaults to DATA_DIR/files. */
+  filesDir?: string;
+}
+
+export async function createServices(config: Config, db: Database, logger: FastifyBaseLogger, options: ServiceOptions = {}): Promise<AppServices> {
   const secrets = new SecretBox(config.masterKey);
   if (!secrets.encrypts) logger.warn('MASTER_KEY is not set: stored secrets (API keys of providers, passwords of sources) are not encrypted at rest');
+  const sql = createSqlRunner(db);
   const settings = new SettingsService(db.fork);
   await settings.load();
   const apiKeyUsage = new ApiKeyUsageTracker(db.fork, 1000, (error) => logger.error({ err: error }, 'could not record API key use'));
   apiKeyUsage.start();
   const apiKeys = new ApiKeyService(apiKeyUsage, config.apiKeyCacheMs);
+
+  const plugins = new PluginRegistry();
+  const parsers = plugins.parsers();
+  const files = new LocalFileStore(options.filesDir ?? path.join(config.dataDir, 'files'));
+  if (config.vectorStore === 'weaviate') throw new Error('VECTOR_STORE=weaviate is not available in this version');
+  const indexes: SearchIndexes = {
+    vectorStore: plugins.create('vector-store', config.vectorStore, {}, { sql }),
+    keywordIndex: config.keywordIndex === 'memory' ? createMemoryKeywordIndex(sql) : createSqlKeywordIndex(sql),
+  };
+  const embeddings = new EmbeddingModels(plugins, secrets);
+  const loadCollection = async (collectionId: string): Promise<CollectionRecord | null> => db.fork().findOne(Collection, { id: collectionId });
+
+  const jobs = new JobQueue(sql, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
+  const ingestionRuntime: IngestionRuntime = {
+    sql, files, parsers, vectorStore: indexes.vectorStore, keywordIndex: indexes.keywordIndex,
+    embeddingModelFor: (collection) => embeddings.forCollection(collection),
+    loadCollection: async (collectionId) => {
+      const collection = await loadCollection(collectionId);
+      if (collection) await prepareCollectionIndexes(indexes, collection);
+      return collection;
+    },
+  };
+  const ingestion = new IngestionWorker(jobs, ingestionRuntime, sql, logger, config.workerConcurrency);
+
+  const events = new QueryEventRecorder(sql, (error) => logger.error({ err: error }, 'could not record query events'));
+  events.start();
+  const queryRuntime: QueryRuntime = {
+    sql, indexes,
+    embeddingModelFor: (collection) => embeddings.forCollection(collection),
+    cache: new QueryCache<QueryResponse>(),
+    cacheTtlSeconds: () => settings.get<number>('query_cache_ttl_s'),
+    events,
+  };
+
+  const collectionDependencies: CollectionDependencies = {
+    secrets, settings,
+    isProviderAvailable: (provider) => plugins.has('embedding', provider),
+    defaultModel: (provider) => (provider === 'local' ? 'local-hash-384' : ''),
+    defaultDimension: (provider) => (provider === 'local' ? 384 : undefined),
+    prepareIndexes: (collection) => prepareCollectionIndexes(indexes, collection),
+    dropIndexes: (collection) => dropCollectionIndexes(indexes, collection),
+    removeFiles: (collection) => files.remove(collection.id),
+  };
+
   return {
-    config, db, secrets, settings, apiKeys, apiKeyUsage,
+    config, db, sql, secrets, settings, apiKeys, apiKeyUsage, plugins, parsers, files, indexes, embeddings, jobs, ingestion,
+    queryRuntime, collectionDependencies,
+    async start() {
+      // The embedded database has one process, so whatever is `running` at start was left by a crash.
+      await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
+    },
     async stop() {
+      await ingestion.stop();
+      await events.stop();
       await apiKeyUsage.stop();
+      await indexes.keywordIndex.close();
+      await indexes.vectorStore.close();
     },
   };
 }

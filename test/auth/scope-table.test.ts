@@ -4,7 +4,7 @@ import { bearer, buildTestApp, createApiKey, sessionCookieOf, setupAdmin, testBa
 import { OPEN_ROUTES, ROUTE_TABLE, type RouteRow } from '../support/route-table.js';
 
 const SECOND_ADMIN = { email: 'second@example.com', password: 'second admin password' };
-const url = (row: RouteRow) => row.url.replaceAll('{id}', randomUUID());
+const url = (row: RouteRow) => row.url.replaceAll('{id}', randomUUID()).replaceAll('{name}', 'no-such-collection');
 const AUTH_FAILURES = [401, 403];
 
 for (const backend of testBackends()) {

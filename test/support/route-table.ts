@@ -2,7 +2,8 @@
  * Every authenticated route and the access it demands (spec 5, api-contract 2). The scope-table
  * test drives each row with the wrong and the right credentials; each issue that adds routes adds
  * its rows here. `{id}` in a URL is replaced with a random UUID: the point is the auth answer,
- * which comes before the route looks anything up.
+ * which comes before the route looks anything up. `{name}` is a collection name that does not
+ * exist: scope checks come before the lookup, so the scope answer is still what is tested.
  */
 export type Access = 'session' | 'any' | 'unpinned' | { scope: string };
 
@@ -39,6 +40,28 @@ export const ROUTE_TABLE: RouteRow[] = [
   { method: 'PATCH', url: '/v1/admin/settings', access: 'session', payload: { values: {} } },
   { method: 'POST', url: '/v1/admin/settings/test', access: 'session', payload: { values: {} } },
   { method: 'POST', url: '/v1/admin/settings/reset', access: 'session', payload: { keys: ['x'] } },
+  { method: 'GET', url: '/v1/stats', access: 'unpinned' },
+  { method: 'GET', url: '/v1/embeddings/models', access: 'any' },
+  { method: 'GET', url: '/v1/collections', access: { scope: 'collection:read' } },
+  { method: 'POST', url: '/v1/collections', access: { scope: 'collection:write' }, payload: {} },
+  { method: 'GET', url: '/v1/collections/{name}', access: { scope: 'collection:read' } },
+  { method: 'PATCH', url: '/v1/collections/{name}', access: { scope: 'collection:write' }, payload: {} },
+  { method: 'DELETE', url: '/v1/collections/{name}', access: { scope: 'collection:delete' } },
+  { method: 'POST', url: '/v1/collections/{name}/truncate', access: { scope: 'collection:delete' } },
+  { method: 'GET', url: '/v1/collections/{name}/stats', access: { scope: 'collection:read' } },
+  { method: 'GET', url: '/v1/collections/{name}/analytics', access: { scope: 'collection:read' } },
+  { method: 'POST', url: '/v1/collections/{name}/documents', access: { scope: 'document:upload' } },
+  { method: 'GET', url: '/v1/collections/{name}/documents', access: { scope: 'document:read' } },
+  { method: 'GET', url: '/v1/collections/{name}/documents/{id}', access: { scope: 'document:read' } },
+  { method: 'DELETE', url: '/v1/collections/{name}/documents/{id}', access: { scope: 'document:delete' } },
+  { method: 'GET', url: '/v1/collections/{name}/documents/{id}/chunks', access: { scope: 'document:read' } },
+  { method: 'GET', url: '/v1/collections/{name}/documents/{id}/elements', access: { scope: 'document:read' } },
+  { method: 'GET', url: '/v1/documents/{id}', access: { scope: 'document:read' } },
+  { method: 'POST', url: '/v1/collections/{name}/query', access: { scope: 'query:read' }, payload: { query: 'x' } },
+  { method: 'POST', url: '/v1/query', access: { scope: 'query:read' }, payload: { query: 'x', collections: ['a'] } },
+  { method: 'POST', url: '/v1/batch/query', access: { scope: 'query:read' }, payload: { queries: [{ collection: 'a', query: 'x' }] } },
+  { method: 'POST', url: '/v1/collections/{name}/vectors/upsert', access: { scope: 'vector:write' }, payload: { vectors: [] } },
+  { method: 'POST', url: '/v1/collections/{name}/vectors/delete', access: { scope: 'vector:delete' }, payload: { ids: [] } },
 ];
 
 export const OPEN_ROUTES: Array<Pick<RouteRow, 'method' | 'url'>> = [

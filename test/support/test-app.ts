@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -41,14 +44,32 @@ async function createScratchDatabase(baseUrl: string): Promise<{ url: string; dr
 }
 
 /** Builds the app exactly as production does, on a fresh database of the given backend. */
-export async function buildTestApp(backend: Backend = 'pglite', overrides: Partial<Config> = {}): Promise<TestApp> {
-  const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
-  const config: Config = { ...loadConfig({}), dataDir: '/nonexistent', ...overrides, databaseUrl: scratch?.url };
-  const db = await openDatabase({ databaseUrl: scratch?.url });
+export interface TestAppOptions {
+  /** Start the ingestion workers (default true). */
+  startWorkers?: boolean;
+  /** Reuse this data directory (files) instead of a fresh one; it is then not removed on close. */
+  dataDir?: string;
+  /** Reuse an open database (restart tests); it is then not closed or dropped on close. */
+  database?: Awaited<ReturnType<typeof openDatabase>>;
+}
+
+export async function buildTestApp(backend: Backend = 'pglite', overrides: Partial<Config> = {}, options: TestAppOptions = {}): Promise<TestApp> {
+  const scratch = backend === 'postgresql' && !options.database ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
+  const dataDir = options.dataDir ?? await mkdtemp(path.join(os.tmpdir(), 'rs-test-'));
+  const config: Config = {
+    ...loadConfig({}),
+    dataDir,
+    vectorStore: backend === 'postgresql' ? 'pgvector' : 'embedded',
+    keywordIndex: backend === 'postgresql' ? 'sql' : 'memory',
+    ...overrides,
+    databaseUrl: scratch?.url,
+  };
+  const db = options.database ?? await openDatabase({ databaseUrl: scratch?.url });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const services = await createServices(config, db, logger);
   const app = await buildApp({ services, logger });
   await app.ready();
+  if (options.startWorkers ?? true) await services.start();
   return {
     app,
     services,
@@ -56,8 +77,9 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     async close() {
       await app.close();
       await services.stop();
-      await db.close();
+      if (!options.database) await db.close();
       await scratch?.drop();
+      if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };
 }
@@ -87,4 +109,32 @@ export async function createApiKey(app: App, cookie: string, body: Record<string
 
 export function bearer(key: string) {
   return { authorization: `Bearer ${key}` };
+}
+
+/** A multipart body with one file and optional metadata, for `app.inject`. */
+export function multipartUpload(files: Array<{ filename: string; content: string | Buffer; contentType?: string; field?: string }>, fields: Record<string, string> = {}) {
+  const boundary = `----rs${randomBytes(8).toString('hex')}`;
+  const parts: Buffer[] = [];
+  for (const [name, value] of Object.entries(fields)) {
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+  }
+  for (const file of files) {
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${file.field ?? 'file'}"; filename="${file.filename}"\r\nContent-Type: ${file.contentType ?? 'application/octet-stream'}\r\n\r\n`));
+    parts.push(Buffer.isBuffer(file.content) ? file.content : Buffer.from(file.content));
+    parts.push(Buffer.from('\r\n'));
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return { payload: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
+}
+
+/** Polls until no document of the collection is pending or processing; returns the documents. */
+export async function waitForIngestion(app: App, collection: string, headers: Record<string, string>, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await app.inject({ url: `/v1/collections/${collection}/documents?limit=500`, headers });
+    const documents = response.json().data as Array<{ id: string; status: string; error: string | null; chunk_count: number; filename: string }>;
+    if (documents.every((document) => document.status === 'ready' || document.status === 'failed')) return documents;
+    if (Date.now() > deadline) throw new Error(`ingestion did not finish: ${JSON.stringify(documents.map((d) => d.status))}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }

@@ -1,0 +1,218 @@
+/**
+ * The `embedded` vector store, default on the embedded (PGlite) database: an in-process usearch
+ * HNSW index per collection, with every vector also written to `embedded_vectors` in the same call.
+ * The table is the source of truth: a crash loses nothing, and `ensureCollection` after a restart
+ * rebuilds the index from it. Why not pgvector there: HNSW maintenance in PGlite costs ~7 ms a row
+ * (~130 rows/s), usearch inserts ~19,000 vectors/s (/work/shared/STACK.md).
+ *
+ * Memory: 4 bytes x dimension per vector in the exact-scan matrix plus about the same again in the
+ * HNSW graph (vectors + 16-32 neighbour links): ~3.3 kB a 384-dim vector, ~330 MB per million.
+ */
+import { ConflictError, ServiceUnavailableError, UnprocessableError } from '../../../src/errors.js';
+import type { PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorSearchRequest, VectorStore } from '../../../src/plugins.js';
+import { CollectionVectors, defaultAnnSettings, normalised, type AnnSettings, type StoredVector } from './collection-vectors.js';
+import { defaultSearchThresholds, searchCollectionVectors, type SearchThresholds } from './filtered-search.js';
+import { decodeEmbeddingInto, EmbeddedVectorTable } from './vector-table.js';
+
+export interface EmbeddedVectorStoreOptions {
+  ann?: Partial<AnnSettings>;
+  thresholds?: Partial<SearchThresholds>;
+}
+
+/**
+ * Rows per insert statement: 1,000 384-dim rows are ~2 MB of base64, and one statement holds
+ * PGlite's single connection for ~0.1 s, short enough not to starve concurrent reads.
+ */
+const persistBatchRows = 1_000;
+/** Rows per page when rebuilding: ~10 MB of base64 per 384-dim page. */
+const loadPageRows = 5_000;
+
+export class EmbeddedVectorStore implements VectorStore {
+  readonly name = 'embedded';
+  private readonly table: EmbeddedVectorTable;
+  private readonly ann: AnnSettings;
+  private readonly thresholds: SearchThresholds;
+  /** Loaded (or loading) collections; concurrent callers await the same promise. */
+  private readonly collections = new Map<string, Promise<CollectionVectors>>();
+  /** Writes run one after another per collection, so memory applies them in the database's order. */
+  private readonly writeQueues = new Map<string, Promise<unknown>>();
+  private closed = false;
+
+  constructor(sql: SqlRunner, options: EmbeddedVectorStoreOptions = {}) {
+    this.table = new EmbeddedVectorTable(sql);
+    this.ann = { ...defaultAnnSettings, ...options.ann };
+    this.thresholds = { ...defaultSearchThresholds, ...options.thresholds };
+  }
+
+  async ensureCollection(collectionId: string, dimension: number): Promise<void> {
+    await this.loadedCollection(collectionId, dimension);
+  }
+
+  async upsert(records: VectorRecord[]): Promise<void> {
+    for (const [collectionId, group] of groupByCollection(records)) {
+      const vectors = await this.loadedCollection(collectionId, group[0].embedding.length);
+      for (const record of group) checkDimension(collectionId, vectors.dimension, record.embedding.length);
+      await this.serially(collectionId, async () => {
+        for (let start = 0; start < group.length; start += persistBatchRows) {
+          const batch = group.slice(start, start + persistBatchRows);
+          await this.table.upsert(collectionId, batch);
+          // Applied right after its statement commits: memory never holds what the table lacks.
+          vectors.upsert(batch.map(toStoredVector));
+        }
+      });
+    }
+  }
+
+  async delete(collectionId: string, keys: number[]): Promise<void> {
+    this.assertOpen();
+    if (keys.length === 0) return;
+    await this.serially(collectionId, async () => {
+      await this.table.delete(collectionId, keys);
+      const vectors = await this.collections.get(collectionId)?.catch(() => undefined);
+      vectors?.remove(keys);
+    });
+  }
+
+  async dropCollection(collectionId: string): Promise<void> {
+    this.assertOpen();
+    await this.serially(collectionId, async () => {
+      await this.collections.get(collectionId)?.catch(() => undefined);
+      await this.table.deleteCollection(collectionId);
+      this.collections.delete(collectionId);
+    });
+  }
+
+  async search(request: VectorSearchRequest): Promise<VectorHit[]> {
+    const vectors = await this.loadedCollection(request.collectionId, request.embedding.length);
+    checkDimension(request.collectionId, vectors.dimension, request.embedding.length);
+    return searchCollectionVectors(
+      vectors,
+      { unitQuery: normalised(request.embedding), topK: request.topK, tenant: request.tenant ?? null, filter: request.filter ?? null },
+      this.thresholds,
+    );
+  }
+
+  async count(collectionId: string): Promise<number> {
+    this.assertOpen();
+    const loading = this.collections.get(collectionId);
+    if (loading) return (await loading).size;
+    return this.table.count(collectionId);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled([...this.writeQueues.values(), ...this.collections.values()]);
+    this.collections.clear();
+    this.writeQueues.clear();
+  }
+
+  /** The collection's in-memory index, rebuilt from the table on first use after a start. */
+  private async loadedCollection(collectionId: string, dimension: number): Promise<CollectionVectors> {
+    this.assertOpen();
+    if (!Number.isInteger(dimension) || dimension < 1) {
+      throw new UnprocessableError(`vector dimension must be a positive integer, got ${dimension}`);
+    }
+    let loading = this.collections.get(collectionId);
+    if (!loading) {
+      loading = this.rebuild(collectionId, dimension);
+      this.collections.set(collectionId, loading);
+      // A failed load is forgotten so the next call retries it.
+      loading.catch(() => {
+        if (this.collections.get(collectionId) === loading) this.collections.delete(collectionId);
+      });
+    }
+    const vectors = await loading;
+    if (vectors.dimension !== dimension) {
+      throw new ConflictError(`collection ${collectionId} holds ${vectors.dimension}-dimensional vectors, not ${dimension}`);
+    }
+    return vectors;
+  }
+
+  private async rebuild(collectionId: string, dimension: number): Promise<CollectionVectors> {
+    const vectors = new CollectionVectors(dimension, this.ann);
+    const attributes = await this.table.chunkAttributes(collectionId, loadPageRows);
+    for await (const page of this.table.pages(collectionId, loadPageRows)) {
+      const pageMatrix = new Float32Array(page.keys.length * dimension);
+      const batch = page.keys.map((key, row): StoredVector => {
+        const embedding = pageMatrix.subarray(row * dimension, (row + 1) * dimension);
+        if (!decodeEmbeddingInto(page.embeddings[row], embedding)) {
+          throw new ConflictError(`collection ${collectionId}: stored vector ${key} does not have ${dimension} dimensions`);
+        }
+        const chunk = attributes.get(key);
+        return { key, embedding, metadata: chunk?.metadata ?? {}, tenant: chunk?.tenant ?? null };
+      });
+      vectors.upsert(batch);
+    }
+    return vectors;
+  }
+
+  private serially<T>(collectionId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.writeQueues.get(collectionId) ?? Promise.resolve();
+    const result = previous.then(work, work);
+    const settled = result.catch(() => undefined);
+    this.writeQueues.set(collectionId, settled);
+    void settled.then(() => {
+      if (this.writeQueues.get(collectionId) === settled) this.writeQueues.delete(collectionId);
+    });
+    return result;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ServiceUnavailableError('the embedded vector store is closed');
+  }
+}
+
+function toStoredVector(record: VectorRecord): StoredVector {
+  return { key: record.key, embedding: record.embedding, metadata: record.metadata, tenant: record.tenant };
+}
+
+function checkDimension(collectionId: string, expected: number, actual: number): void {
+  if (actual !== expected) {
+    throw new UnprocessableError(`collection ${collectionId} holds ${expected}-dimensional vectors; got ${actual} dimensions`);
+  }
+}
+
+function groupByCollection(records: VectorRecord[]): Map<string, VectorRecord[]> {
+  const groups = new Map<string, VectorRecord[]>();
+  for (const record of records) {
+    const group = groups.get(record.collectionId);
+    if (group) group.push(record);
+    else groups.set(record.collectionId, [record]);
+  }
+  return groups;
+}
+
+/** Optional numeric overrides from the plugin config (the defaults are the measured choices). */
+function optionsFromConfig(config: Record<string, unknown>): EmbeddedVectorStoreOptions {
+  const read = (name: string): number | undefined => {
+    const value = config[name];
+    if (value === undefined) return undefined;
+    if (typeof value !== 'number' || !(value > 0)) throw new UnprocessableError(`embedded vector store: ${name} must be a positive number`);
+    return value;
+  };
+  const pick = <T extends object>(entries: Array<[keyof T, number | undefined]>): Partial<T> =>
+    Object.fromEntries(entries.filter(([, value]) => value !== undefined)) as Partial<T>;
+  return {
+    ann: pick<AnnSettings>([
+      ['connectivity', read('connectivity')],
+      ['expansionAdd', read('expansionAdd')],
+      ['expansionSearch', read('expansionSearch')],
+    ]),
+    thresholds: pick<SearchThresholds>([
+      ['exactSearchBelow', read('exactSearchBelow')],
+      ['exactScanMaxFraction', read('exactScanMaxFraction')],
+      ['exactScanMaxRows', read('exactScanMaxRows')],
+    ]),
+  };
+}
+
+export const embeddedVectorStorePlugin: PluginDefinition<'vector-store'> = {
+  kind: 'vector-store',
+  name: 'embedded',
+  description: 'In-process usearch HNSW index per collection, vectors persisted in the service database; exact filtering',
+  create(config, deps) {
+    if (!deps.sql) throw new ServiceUnavailableError('the embedded vector store needs the service database (deps.sql)');
+    return new EmbeddedVectorStore(deps.sql, optionsFromConfig(config));
+  },
+};

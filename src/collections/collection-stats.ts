@@ -1,0 +1,65 @@
+import type { CollectionRecord } from '../db/entities/index.js';
+import { documentCountsByStatus } from '../documents/documents.service.js';
+import type { SqlRunner, VectorStore } from '../plugins.js';
+
+export async function collectionStats(sql: SqlRunner, vectorStore: VectorStore, collection: CollectionRecord) {
+  const byStatus = await documentCountsByStatus(sql, collection.id);
+  const [documents] = await sql<{ files: string | number | null }>('select coalesce(sum(size_bytes), 0) as files from documents where collection_id = ?', [collection.id]);
+  const [chunks] = await sql<{ chunks: string | number; raw: string | number; text_bytes: string | number | null }>(
+    `select count(*) as chunks, count(*) filter (where document_id is null) as raw, coalesce(sum(octet_length(text)), 0) as text_bytes
+     from chunks where collection_id = ?`, [collection.id],
+  );
+  const vectors = await vectorStore.count(collection.id);
+  const fileBytes = Number(documents?.files ?? 0);
+  const textBytes = Number(chunks?.text_bytes ?? 0);
+  const vectorBytes = vectors * collection.dimension * 4;
+  return {
+    collection: collection.name,
+    documents: Object.values(byStatus).reduce((sum, count) => sum + count, 0),
+    documents_by_status: byStatus,
+    chunks: Number(chunks?.chunks ?? 0),
+    raw_vectors: Number(chunks?.raw ?? 0),
+    vectors,
+    dimension: collection.dimension,
+    storage_bytes: fileBytes + textBytes + vectorBytes,
+    storage: { files_bytes: fileBytes, chunk_text_bytes: textBytes, vector_bytes: vectorBytes },
+  };
+}
+
+export async function collectionAnalytics(sql: SqlRunner, collection: CollectionRecord, windowDays: number) {
+  const since = new Date(Date.now() - windowDays * 86_400_000).toISOString();
+  const params = [collection.id, since];
+  const [summary] = await sql<{ total: string | number; avg_latency: number | null; zero: string | number; cached: string | number }>(
+    `select count(*) as total, avg(latency_ms) as avg_latency, count(*) filter (where result_count = 0) as zero,
+       count(*) filter (where cached) as cached
+     from query_events where collection_id = ? and created_at >= ?::timestamptz`, params,
+  );
+  const perDay = await sql<{ day: string | Date; queries: string | number; avg_latency: number }>(
+    `select date_trunc('day', created_at at time zone 'UTC') as day, count(*) as queries, avg(latency_ms) as avg_latency
+     from query_events where collection_id = ? and created_at >= ?::timestamptz group by 1 order by 1`, params,
+  );
+  const top = await sql<{ query: string; count: string | number; avg_results: number }>(
+    `select query, count(*) as count, avg(result_count) as avg_results from query_events
+     where collection_id = ? and created_at >= ?::timestamptz group by query order by count(*) desc, query limit 20`, params,
+  );
+  const zero = await sql<{ query: string; count: string | number }>(
+    `select query, count(*) as count from query_events
+     where collection_id = ? and created_at >= ?::timestamptz and result_count = 0 group by query order by count(*) desc, query limit 20`, params,
+  );
+  const total = Number(summary?.total ?? 0);
+  const round = (value: number | null | undefined) => Math.round((value ?? 0) * 100) / 100;
+  return {
+    collection: collection.name,
+    window_days: windowDays,
+    queries_total: total,
+    avg_latency_ms: round(summary?.avg_latency),
+    zero_result_queries_total: Number(summary?.zero ?? 0),
+    cache_hit_ratio: total > 0 ? round(Number(summary?.cached ?? 0) / total) : 0,
+    queries_per_day: perDay.map((row) => ({
+      date: new Date(`${String(row.day instanceof Date ? row.day.toISOString() : row.day).slice(0, 10)}T00:00:00Z`).toISOString(),
+      queries: Number(row.queries), avg_latency_ms: round(row.avg_latency),
+    })),
+    top_queries: top.map((row) => ({ query: row.query, count: Number(row.count), avg_results: round(row.avg_results) })),
+    zero_result_queries: zero.map((row) => ({ query: row.query, count: Number(row.count) })),
+  };
+}

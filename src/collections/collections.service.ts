@@ -1,0 +1,191 @@
+import { randomUUID } from 'node:crypto';
+import { Ajv } from 'ajv';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { recordAudit } from '../audit/audit.service.js';
+import { assertCollectionAccess, collectionPin, type Actor } from '../auth/actor.js';
+import type { SecretBox } from '../crypto/secret-box.js';
+import { Collection, type CollectionRecord } from '../db/entities/index.js';
+import { BadRequestError, ConflictError, NotFoundError, PinnedKeyError } from '../errors.js';
+import type { SettingsService } from '../settings/settings.service.js';
+import { CollectionCreateBody, UPDATABLE_FIELDS, type CollectionCreateInput, type CollectionUpdateInput } from './collection-input.js';
+
+export interface CollectionContext {
+  em: EntityManager;
+  actor: Actor;
+}
+
+export interface CollectionDependencies {
+  secrets: SecretBox;
+  settings: SettingsService;
+  /** Embedding dimension a provider/model produces when the caller does not say (local: 384). */
+  defaultDimension(provider: string, model: string): number | undefined;
+  defaultModel(provider: string): string;
+  isProviderAvailable(provider: string): boolean;
+  /** Prepares the search indexes of a new collection. */
+  prepareIndexes(collection: CollectionRecord): Promise<void>;
+  /** Removes everything the search indexes hold for a collection. */
+  dropIndexes(collection: CollectionRecord): Promise<void>;
+  removeFiles(collection: CollectionRecord): Promise<void>;
+}
+
+const schemaCompiler = new Ajv({ strict: false });
+
+function assertValidJsonSchema(schema: Record<string, unknown> | null | undefined): void {
+  if (!schema) return;
+  try {
+    schemaCompiler.compile(schema);
+  } catch (error) {
+    throw new BadRequestError(`metadata_schema is not a valid JSON Schema: ${(error as Error).message}`);
+  }
+}
+
+export async function findCollection(em: EntityManager, actor: Actor, name: string): Promise<CollectionRecord> {
+  assertCollectionAccess(actor, name);
+  const collection = await em.findOne(Collection, { name });
+  if (!collection) throw new NotFoundError(`Collection ${name} not found`);
+  return collection;
+}
+
+export async function listCollections(em: EntityManager, actor: Actor, query: { name?: string | undefined; limit: number; offset: number }) {
+  const where: Record<string, unknown> = {};
+  // A case-insensitive substring match (api-contract 5); LIKE wildcards in the input are literal.
+  if (query.name) where.name = { $ilike: `%${query.name.replace(/[\\%_]/g, (c) => `\\${c}`)}%` };
+  const pin = collectionPin(actor);
+  if (pin) where.name = pin;
+  const [data, total] = await em.findAndCount(Collection, where, { orderBy: { name: 'asc' }, limit: query.limit, offset: query.offset });
+  return { data, total };
+}
+
+export async function createCollection(context: CollectionContext, deps: CollectionDependencies, input: CollectionCreateInput): Promise<CollectionRecord> {
+  const { em, actor } = context;
+  const pin = collectionPin(actor);
+  if (pin && pin !== input.name) throw new PinnedKeyError(pin);
+  const provider = input.embedding_provider ?? 'local';
+  if (!deps.isProviderAvailable(provider)) {
+    throw new BadRequestError(`embedding_provider "${provider}" is not available in this installation`);
+  }
+  const model = input.embedding_model ?? deps.defaultModel(provider);
+  const dimension = input.dimension ?? deps.defaultDimension(provider, model);
+  if (dimension === undefined) throw new BadRequestError(`dimension is required for ${provider} model ${model}`);
+  const chunkSize = input.chunk_size ?? await deps.settings.get<number>('default_chunk_size');
+  const chunkOverlap = input.chunk_overlap ?? Math.min(await deps.settings.get<number>('default_chunk_overlap'), Math.floor(chunkSize / 2));
+  if (chunkOverlap >= chunkSize) throw new BadRequestError('chunk_overlap must be smaller than chunk_size');
+  assertValidJsonSchema(input.metadata_schema);
+  if (await em.count(Collection, { name: input.name }) > 0) throw new ConflictError(`Collection ${input.name} already exists`);
+
+  const now = new Date();
+  const collection = em.create(Collection, {
+    id: randomUUID(),
+    name: input.name,
+    description: input.description ?? null,
+    embeddingPresetId: input.embedding_preset_id ?? null,
+    embeddingProvider: provider,
+    embeddingModel: model,
+    embeddingBaseUrl: input.embedding_base_url ?? null,
+    embeddingApiKeySealed: input.embedding_api_key ? deps.secrets.seal(input.embedding_api_key) : null,
+    dimension,
+    chunkSize,
+    chunkOverlap,
+    chunkStrategy: input.chunk_strategy ?? 'recursive',
+    tenantField: input.tenant_field ?? null,
+    metadataSchema: input.metadata_schema ?? null,
+    rerankingEnabled: input.reranking_enabled ?? false,
+    rerankingModel: input.reranking_model ?? null,
+    rerankingBaseUrl: input.reranking_base_url ?? null,
+    rerankingApiKeySealed: input.reranking_api_key ? deps.secrets.seal(input.reranking_api_key) : null,
+    multimodalEnabled: input.multimodal_enabled ?? false,
+    multimodalEnrichmentEnabled: input.multimodal_enrichment_enabled ?? false,
+    defaultTopK: input.default_top_k ?? 10,
+    defaultMinScore: input.default_min_score ?? 0,
+    defaultSearchMode: input.default_search_mode ?? 'hybrid',
+    metadata: input.metadata ?? {},
+    writeVersion: 0,
+    createdAt: now,
+    updatedAt: now,
+  });
+  recordAudit(em, actor, { action: 'collection.create', resourceType: 'collection', resourceId: collection.id, details: { name: collection.name } });
+  try {
+    await em.flush();
+  } catch (error) {
+    if ((error as { code?: string }).code === '23505') throw new ConflictError(`Collection ${input.name} already exists`);
+    throw error;
+  }
+  await deps.prepareIndexes(collection);
+  return collection;
+}
+
+export function assertUpdatableFields(body: Record<string, unknown>): CollectionUpdateInput {
+  const known = Object.keys(CollectionCreateBody.properties);
+  for (const field of Object.keys(body)) {
+    if (!known.includes(field)) throw new BadRequestError(`Unknown field: ${field}`);
+    if (!(UPDATABLE_FIELDS as readonly string[]).includes(field)) throw new BadRequestError(`Field ${field} cannot be updated`);
+  }
+  return body as CollectionUpdateInput;
+}
+
+export async function updateCollection(context: CollectionContext, deps: CollectionDependencies, name: string, input: CollectionUpdateInput): Promise<CollectionRecord> {
+  const { em, actor } = context;
+  const collection = await findCollection(em, actor, name);
+  assertValidJsonSchema(input.metadata_schema);
+  if (input.description !== undefined) collection.description = input.description;
+  if (input.metadata !== undefined) collection.metadata = input.metadata;
+  if (input.embedding_api_key !== undefined) collection.embeddingApiKeySealed = input.embedding_api_key === null ? null : deps.secrets.seal(input.embedding_api_key);
+  if (input.chunk_strategy !== undefined) collection.chunkStrategy = input.chunk_strategy;
+  if (input.metadata_schema !== undefined) collection.metadataSchema = input.metadata_schema;
+  if (input.reranking_enabled !== undefined) collection.rerankingEnabled = input.reranking_enabled;
+  if (input.reranking_model !== undefined) collection.rerankingModel = input.reranking_model;
+  if (input.reranking_base_url !== undefined) collection.rerankingBaseUrl = input.reranking_base_url;
+  if (input.reranking_api_key !== undefined) collection.rerankingApiKeySealed = input.reranking_api_key === null ? null : deps.secrets.seal(input.reranking_api_key);
+  if (input.multimodal_enabled !== undefined) collection.multimodalEnabled = input.multimodal_enabled;
+  if (input.multimodal_enrichment_enabled !== undefined) collection.multimodalEnrichmentEnabled = input.multimodal_enrichment_enabled;
+  if (input.default_top_k !== undefined) collection.defaultTopK = input.default_top_k;
+  if (input.default_min_score !== undefined) collection.defaultMinScore = input.default_min_score;
+  if (input.default_search_mode !== undefined) collection.defaultSearchMode = input.default_search_mode;
+  collection.updatedAt = new Date();
+  // Query defaults and reranking change answers, so cached results must not outlive the update.
+  collection.writeVersion += 1;
+  recordAudit(em, actor, { action: 'collection.update', resourceType: 'collection', resourceId: collection.id, details: { fields: Object.keys(input) } });
+  await em.flush();
+  return collection;
+}
+
+export async function deleteCollection(context: CollectionContext, deps: CollectionDependencies, name: string): Promise<void> {
+  const { em, actor } = context;
+  const collection = await findCollection(em, actor, name);
+  await em.nativeDelete(Collection, { id: collection.id });
+  recordAudit(em, actor, { action: 'collection.delete', resourceType: 'collection', resourceId: collection.id, details: { name } });
+  await em.flush();
+  await deps.dropIndexes(collection);
+  await deps.removeFiles(collection);
+}
+
+export function serializeCollection(collection: CollectionRecord) {
+  return {
+    id: collection.id,
+    name: collection.name,
+    description: collection.description ?? null,
+    embedding_preset_id: collection.embeddingPresetId ?? null,
+    embedding_provider: collection.embeddingProvider,
+    embedding_model: collection.embeddingModel,
+    embedding_base_url: collection.embeddingBaseUrl ?? null,
+    has_embedding_api_key: Boolean(collection.embeddingApiKeySealed),
+    dimension: collection.dimension,
+    chunk_size: collection.chunkSize,
+    chunk_overlap: collection.chunkOverlap,
+    chunk_strategy: collection.chunkStrategy,
+    tenant_field: collection.tenantField ?? null,
+    metadata_schema: collection.metadataSchema ?? null,
+    reranking_enabled: collection.rerankingEnabled,
+    reranking_model: collection.rerankingModel ?? null,
+    reranking_base_url: collection.rerankingBaseUrl ?? null,
+    has_reranking_api_key: Boolean(collection.rerankingApiKeySealed),
+    multimodal_enabled: collection.multimodalEnabled,
+    multimodal_enrichment_enabled: collection.multimodalEnrichmentEnabled,
+    default_top_k: collection.defaultTopK,
+    default_min_score: collection.defaultMinScore,
+    default_search_mode: collection.defaultSearchMode,
+    metadata: collection.metadata,
+    created_at: collection.createdAt.toISOString(),
+    updated_at: collection.updatedAt.toISOString(),
+  };
+}

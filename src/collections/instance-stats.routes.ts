@@ -1,0 +1,44 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { DOCUMENT_STATUSES } from '../db/entities/index.js';
+import { ANY_CALLER, ANY_UNPINNED_CALLER } from '../http/route-access.js';
+import type { AppServices } from '../services.js';
+
+export const instanceStatsRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
+  const { sql } = services;
+
+  app.get('/v1/stats', { config: ANY_UNPINNED_CALLER, schema: { tags: ['stats'], summary: 'Instance-wide statistics (refused for pinned keys)' } }, async () => {
+    const [counts] = await sql<{ collections: string | number; chunks: string | number; files: string | number; queries: string | number }>(
+      `select (select count(*) from collections) as collections, (select count(*) from chunks) as chunks,
+              (select coalesce(sum(size_bytes), 0) from documents) as files,
+              (select count(*) from query_events where created_at > now() - interval '1 day') as queries`,
+    );
+    const byStatus = await sql<{ status: string; count: string | number }>('select status, count(*) as count from documents group by status');
+    const documentsByStatus = Object.fromEntries(DOCUMENT_STATUSES.map((status) => [status, 0])) as Record<string, number>;
+    for (const row of byStatus) documentsByStatus[row.status] = Number(row.count);
+    const pending = await services.jobs.pendingCount();
+    return {
+      collections: Number(counts?.collections ?? 0),
+      documents: Object.values(documentsByStatus).reduce((sum, count) => sum + count, 0),
+      documents_by_status: documentsByStatus,
+      chunks: Number(counts?.chunks ?? 0),
+      storage_bytes: Number(counts?.files ?? 0),
+      queries_last_24h: Number(counts?.queries ?? 0),
+      ingestion_queue: pending,
+      database: services.db.kind,
+      vector_store: services.indexes.vectorStore.name,
+      keyword_index: services.indexes.keywordIndex.name,
+    };
+  });
+
+  app.get('/v1/embeddings/models', { config: ANY_CALLER, schema: { tags: ['stats'], summary: 'Embedding models this installation offers' } }, async () => ({
+    data: services.plugins.list('embedding').map((plugin) => ({
+      provider: plugin.name,
+      model: plugin.name === 'local' ? 'local-hash-384' : null,
+      dimension: plugin.name === 'local' ? 384 : null,
+      configurable_dimension: plugin.name === 'local',
+      price_per_million_tokens_usd: 0,
+      hosted: false,
+      description: plugin.description,
+    })),
+  }));
+};

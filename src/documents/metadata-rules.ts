@@ -1,0 +1,52 @@
+import { Ajv, type ValidateFunction } from 'ajv';
+import type { CollectionRecord } from '../db/entities/index.js';
+import { BadRequestError } from '../errors.js';
+
+const ajv = new Ajv({ strict: false, allErrors: true });
+const compiled = new Map<string, ValidateFunction>();
+
+function validatorFor(collection: CollectionRecord): ValidateFunction | null {
+  if (!collection.metadataSchema) return null;
+  const cacheKey = `${collection.id}:${JSON.stringify(collection.metadataSchema)}`;
+  let validate = compiled.get(cacheKey);
+  if (!validate) {
+    validate = ajv.compile(collection.metadataSchema);
+    compiled.set(cacheKey, validate);
+  }
+  return validate;
+}
+
+/** Parses the `metadata` form field of an upload: a JSON object as a string. */
+export function parseMetadataField(raw: string | undefined): Record<string, unknown> {
+  if (raw === undefined || raw.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new BadRequestError('metadata must be a JSON object');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new BadRequestError('metadata must be a JSON object');
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Checks metadata against the collection's `metadata_schema` and returns the tenant value when
+ * the collection has a `tenant_field` (required then: 400 naming the field).
+ */
+export function checkMetadata(collection: CollectionRecord, metadata: Record<string, unknown>, where = 'metadata'): string | null {
+  const validate = validatorFor(collection);
+  if (validate && !validate(metadata)) {
+    const reasons = (validate.errors ?? []).map((error) => `${where}${error.instancePath.replaceAll('/', '.')} ${error.message ?? 'is invalid'}`);
+    throw new BadRequestError(`${where} does not match the collection's metadata_schema: ${reasons.join('; ')}`, { errors: validate.errors });
+  }
+  return tenantOf(collection, metadata, where);
+}
+
+export function tenantOf(collection: CollectionRecord, metadata: Record<string, unknown>, where = 'metadata'): string | null {
+  const field = collection.tenantField;
+  if (!field) return null;
+  const value = metadata[field];
+  if (typeof value === 'string' && value !== '') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  throw new BadRequestError(`${where}.${field} is required: collection ${collection.name} separates tenants by "${field}"`);
+}

@@ -1,0 +1,108 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { SqlRunner } from '../plugins.js';
+import { IngestionError, ingestDocument, type IngestionRuntime } from './ingest-document.js';
+import type { Job, JobQueue } from './job-queue.js';
+
+const IDLE_POLL_MS = 1000;
+const HEARTBEAT_MS = 30_000;
+
+/**
+ * In-process workers that claim ingestion jobs from the durable queue. `concurrency` loops run at
+ * once; each waits for a notification (an upload in this process) or polls once a second (work
+ * enqueued by another replica).
+ */
+export class IngestionWorker {
+  private running = false;
+  private readonly loops: Promise<void>[] = [];
+  private readonly active = new Set<string>();
+  private readonly sleepers = new Set<() => void>();
+  private heartbeat: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly queue: JobQueue,
+    private readonly runtime: IngestionRuntime,
+    private readonly sql: SqlRunner,
+    private readonly logger: FastifyBaseLogger,
+    private readonly concurrency: number,
+  ) {}
+
+  async start(options: { requeueAllRunning: boolean }): Promise<void> {
+    if (this.running || this.concurrency === 0) return;
+    const requeued = await this.queue.requeueAbandoned(options.requeueAllRunning);
+    if (requeued > 0) this.logger.info({ requeued }, 'ingestion jobs left by a previous process are queued again');
+    this.running = true;
+    this.unsubscribe = this.queue.onNotify(() => this.wakeAll());
+    this.heartbeat = setInterval(() => {
+      void this.queue.heartbeat([...this.active]).catch((error: unknown) => this.logger.warn({ err: error }, 'job heartbeat failed'));
+      if (!options.requeueAllRunning) void this.queue.requeueAbandoned(false).catch(() => undefined);
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
+    for (let index = 0; index < this.concurrency; index++) this.loops.push(this.loop());
+  }
+
+  private wakeAll(): void {
+    for (const wake of this.sleepers) wake();
+  }
+
+  private async idle(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, IDLE_POLL_MS);
+      this.sleepers.add(wake);
+    });
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      let jobs: Job[] = [];
+      try {
+        jobs = await this.queue.claim(1);
+      } catch (error) {
+        this.logger.error({ err: error }, 'could not claim ingestion jobs');
+      }
+      if (jobs.length === 0) {
+        await this.idle();
+        continue;
+      }
+      for (const job of jobs) await this.run(job);
+    }
+  }
+
+  private async run(job: Job): Promise<void> {
+    this.active.add(job.id);
+    try {
+      if (job.document_id) await ingestDocument(this.runtime, job.document_id);
+      await this.queue.complete(job.id);
+    } catch (error) {
+      const failure = error instanceof IngestionError ? error : new IngestionError('processing', error instanceof Error ? error.message : String(error), true);
+      const detail = `${failure.stage} failed: ${failure.message}`;
+      const outcome = await this.queue.fail(job, detail, !failure.retryable).catch(() => 'failed' as const);
+      this.logger.warn({ jobId: job.id, documentId: job.document_id, outcome, err: error }, 'ingestion failed');
+      if (job.document_id) {
+        await this.sql(
+          outcome === 'failed'
+            ? `update documents set status = 'failed', error = ?, progress = jsonb_set(coalesce(progress, '{}'::jsonb), '{message}', to_jsonb(?::text)), updated_at = now() where id = ?`
+            : `update documents set status = 'pending', error = null, progress = jsonb_set(coalesce(progress, '{}'::jsonb), '{message}', to_jsonb(?::text || ' (will retry)')), updated_at = now() where id = ?`,
+          outcome === 'failed' ? [detail, detail, job.document_id] : [detail, job.document_id],
+        ).catch((updateError: unknown) => this.logger.error({ err: updateError }, 'could not record the failure'));
+      }
+    } finally {
+      this.active.delete(job.id);
+    }
+  }
+
+  /** Stops claiming work and waits for the documents in progress to finish. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeAll();
+    this.unsubscribe?.();
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    await Promise.all(this.loops);
+    this.loops.length = 0;
+  }
+}

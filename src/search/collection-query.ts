@@ -1,0 +1,164 @@
+import type { CollectionRecord, SearchMode } from '../db/entities/index.js';
+import { fetchChunksByKey } from '../documents/chunk-store.js';
+import { BadRequestError } from '../errors.js';
+import type { EmbeddingModel, SqlRunner } from '../plugins.js';
+import { parseFilter } from './filters/parse-filter.js';
+import type { QueryCache } from './query-cache.js';
+import type { QueryEventRecorder } from './query-events.js';
+import type { CollectionQueryInput } from './query-request.js';
+import { reciprocalRankFusion } from './reciprocal-rank-fusion.js';
+import type { SearchIndexes } from './search-indexes.js';
+
+/** Hybrid defaults (see bench/quality): k = 60 (api-contract 3); equal weights. */
+export const DEFAULT_RRF_K = 60;
+export const DEFAULT_KEYWORD_WEIGHT = 1;
+export const DEFAULT_SEMANTIC_WEIGHT = 1;
+/** Each list feeding the fusion is this deep at least, so a document ranked low in one list can still win. */
+const MIN_FUSION_DEPTH = 50;
+
+export interface QueryResult {
+  id: string;
+  document_id: string | null;
+  chunk_index: number;
+  text: string;
+  score: number;
+  scores: { semantic?: number; keyword?: number };
+  metadata: Record<string, unknown>;
+  collection: string;
+}
+
+export interface QueryTimings {
+  embedding_ms?: number;
+  semantic_ms?: number;
+  keyword_ms?: number;
+  fusion_ms?: number;
+  fetch_ms?: number;
+  total_ms: number;
+  cached?: boolean;
+}
+
+export interface QueryResponse {
+  results: QueryResult[];
+  query: string;
+  collection: string;
+  search_mode: SearchMode;
+  total: number;
+  timings: QueryTimings;
+}
+
+export interface QueryRuntime {
+  sql: SqlRunner;
+  indexes: SearchIndexes;
+  embeddingModelFor(collection: CollectionRecord): EmbeddingModel;
+  cache: QueryCache<QueryResponse>;
+  cacheTtlSeconds(): Promise<number>;
+  events: QueryEventRecorder;
+}
+
+const round = (milliseconds: number) => Math.round(milliseconds * 100) / 100;
+
+/** The tenant value of a query: `filters: {"<tenant_field>": value}` (api-contract 5); 400 naming the field when absent. */
+export function queryTenant(collection: CollectionRecord, filter: Record<string, unknown> | null | undefined): string | null {
+  const field = collection.tenantField;
+  if (!field) return null;
+  const condition = filter?.[field];
+  const value = typeof condition === 'object' && condition !== null && !Array.isArray(condition) ? (condition as Record<string, unknown>).$eq : condition;
+  if (typeof value === 'string' && value !== '') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  throw new BadRequestError(`filters.${field} is required: collection ${collection.name} separates tenants by "${field}" (send {"filters": {"${field}": "<tenant>"}})`);
+}
+
+async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
+  const start = performance.now();
+  const value = await work();
+  return [value, performance.now() - start];
+}
+
+function cacheKey(collection: CollectionRecord, input: CollectionQueryInput): string {
+  const { skip_cache: _skip, ...rest } = input;
+  return `${collection.id}:${collection.writeVersion}:${JSON.stringify(rest)}`;
+}
+
+/** Runs one query against one collection: semantic, keyword (BM25) or hybrid (RRF of both). */
+export async function queryCollection(runtime: QueryRuntime, collection: CollectionRecord, input: CollectionQueryInput): Promise<QueryResponse> {
+  const started = performance.now();
+  const mode = input.search_mode ?? collection.defaultSearchMode;
+  const topK = input.top_k ?? collection.defaultTopK;
+  const minScore = input.min_score ?? collection.defaultMinScore;
+  const filter = parseFilter(input.filters ?? undefined);
+  const tenant = queryTenant(collection, input.filters);
+
+  const key = cacheKey(collection, input);
+  if (!input.skip_cache) {
+    const cached = runtime.cache.get(key);
+    if (cached) {
+      const total = performance.now() - started;
+      runtime.events.record({ collectionId: collection.id, query: input.query, searchMode: mode, resultCount: cached.total, latencyMs: total, cached: true, at: new Date() });
+      return { ...cached, timings: { ...cached.timings, total_ms: round(total), cached: true } };
+    }
+  }
+
+  const timings: QueryTimings = { total_ms: 0 };
+  const depth = mode === 'hybrid' ? Math.max(topK * 2, MIN_FUSION_DEPTH) : topK;
+  const runSemantic = async () => {
+    const model = runtime.embeddingModelFor(collection);
+    const [embedded, embeddingMs] = await timed(() => model.embed([input.query], 'query'));
+    timings.embedding_ms = round(embeddingMs);
+    const [hits, searchMs] = await timed(() => runtime.indexes.vectorStore.search({
+      collectionId: collection.id, embedding: Float32Array.from(embedded.vectors[0]!), topK: depth, filter, tenant,
+    }));
+    timings.semantic_ms = round(searchMs);
+    return hits;
+  };
+  const runKeyword = async () => {
+    const [hits, searchMs] = await timed(() => runtime.indexes.keywordIndex.search({
+      collectionId: collection.id, query: input.query, topK: depth, filter, tenant,
+    }));
+    timings.keyword_ms = round(searchMs);
+    return hits;
+  };
+
+  let ranked: Array<{ key: number; score: number; scores: QueryResult['scores'] }>;
+  if (mode === 'semantic') {
+    ranked = (await runSemantic()).map((hit) => ({ key: hit.key, score: hit.score, scores: { semantic: hit.score } }));
+  } else if (mode === 'keyword') {
+    ranked = (await runKeyword()).map((hit) => ({ key: hit.key, score: hit.score, scores: { keyword: hit.score } }));
+  } else {
+    const [semanticHits, keywordHits] = await Promise.all([runSemantic(), runKeyword()]);
+    const fusionStart = performance.now();
+    const semanticScores = new Map(semanticHits.map((hit) => [hit.key, hit.score]));
+    const keywordScores = new Map(keywordHits.map((hit) => [hit.key, hit.score]));
+    const fused = reciprocalRankFusion([
+      { keys: semanticHits.map((hit) => hit.key), weight: input.semantic_weight ?? DEFAULT_SEMANTIC_WEIGHT },
+      { keys: keywordHits.map((hit) => hit.key), weight: input.keyword_weight ?? DEFAULT_KEYWORD_WEIGHT },
+    ], input.rrf_k ?? DEFAULT_RRF_K);
+    ranked = fused.map((hit) => ({
+      key: hit.key,
+      score: hit.score,
+      scores: {
+        ...(semanticScores.has(hit.key) ? { semantic: semanticScores.get(hit.key)! } : {}),
+        ...(keywordScores.has(hit.key) ? { keyword: keywordScores.get(hit.key)! } : {}),
+      },
+    }));
+    timings.fusion_ms = round(performance.now() - fusionStart);
+  }
+
+  const selected = ranked.filter((hit) => hit.score >= minScore).slice(0, topK);
+  const [chunks, fetchMs] = await timed(() => fetchChunksByKey(runtime.sql, selected.map((hit) => hit.key)));
+  timings.fetch_ms = round(fetchMs);
+  const results: QueryResult[] = [];
+  for (const hit of selected) {
+    const chunk = chunks.get(hit.key);
+    // A chunk deleted between the index lookup and the fetch is simply left out.
+    if (!chunk) continue;
+    results.push({
+      id: chunk.id, document_id: chunk.document_id, chunk_index: chunk.chunk_index, text: chunk.text,
+      score: hit.score, scores: hit.scores, metadata: chunk.metadata, collection: collection.name,
+    });
+  }
+  timings.total_ms = round(performance.now() - started);
+  const response: QueryResponse = { results, query: input.query, collection: collection.name, search_mode: mode, total: results.length, timings };
+  runtime.cache.set(key, response, await runtime.cacheTtlSeconds());
+  runtime.events.record({ collectionId: collection.id, query: input.query, searchMode: mode, resultCount: results.length, latencyMs: timings.total_ms, cached: false, at: new Date() });
+  return response;
+}

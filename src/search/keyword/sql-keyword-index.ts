@@ -1,0 +1,249 @@
+/**
+ * BM25 over PostgreSQL tables (migration 0002): one `keyword_postings` row per (chunk, term) with
+ * the chunk's length in the row, and per-(collection, tenant) `keyword_stats` (chunk count, total
+ * length) changed in the same transaction as the postings. Document frequencies are counted at
+ * query time from the postings of the query's terms, so they are exact and cannot drift.
+ *
+ * Measured in PGlite (../shared/STACK.md): keeping the length in each posting row instead of
+ * joining a per-chunk table makes scoring 5x faster (7.7 ms against 37 ms at 20k chunks).
+ */
+import type { SqlRunner } from '../../plugins.js';
+import { filterToSql } from '../filters/filter-to-sql.js';
+import {
+  analyzeChunk,
+  analyzeQuery,
+  defaultKeywordB,
+  defaultKeywordK1,
+  tenantPartition,
+  type KeywordEntry,
+  type KeywordHit,
+  type KeywordIndex,
+  type KeywordSearchRequest,
+} from './keyword-index.js';
+
+type Statement = Parameters<Parameters<SqlRunner['transaction']>[0]>[0];
+
+/**
+ * A chunk without terms (empty, or stop words only) still counts in its partition's chunk count,
+ * as in the reference script. It gets one posting under the empty term (which no query contains)
+ * so that replacing or removing it finds its tenant and fixes the statistics.
+ */
+const emptyChunkTerm = '';
+
+/**
+ * Rows per INSERT ... SELECT FROM unnest(...) statement: ~10 array literals of ~200 kB each, well
+ * under any parameter limit. Postings per transaction: PGlite ingests ~50k postings/s and blocks
+ * every other query during a transaction, so one transaction holds it for ~0.4 s at most.
+ */
+const postingsPerStatement = 10_000;
+const postingsPerTransaction = 20_000;
+const keysPerRemoval = 5_000;
+
+interface PostingColumns {
+  tenants: string[];
+  terms: string[];
+  chunkKeys: number[];
+  termFrequencies: number[];
+  chunkLengths: number[];
+}
+
+interface IngestBatch {
+  keys: number[];
+  postings: PostingColumns;
+  /** Partition → chunks and total length added. */
+  added: Map<string, { chunkCount: number; totalLength: number }>;
+}
+
+function emptyBatch(): IngestBatch {
+  return { keys: [], postings: { tenants: [], terms: [], chunkKeys: [], termFrequencies: [], chunkLengths: [] }, added: new Map() };
+}
+
+function addToBatch(batch: IngestBatch, entry: KeywordEntry): void {
+  const partition = tenantPartition(entry.tenant);
+  const { termFrequencies, length } = analyzeChunk(entry.text);
+  const postings = batch.postings;
+  const push = (term: string, termFrequency: number) => {
+    postings.tenants.push(partition);
+    postings.terms.push(term);
+    postings.chunkKeys.push(entry.key);
+    postings.termFrequencies.push(termFrequency);
+    postings.chunkLengths.push(length);
+  };
+  if (termFrequencies.size === 0) push(emptyChunkTerm, 0);
+  for (const [term, termFrequency] of termFrequencies) push(term, termFrequency);
+  batch.keys.push(entry.key);
+  const totals = batch.added.get(partition) ?? { chunkCount: 0, totalLength: 0 };
+  totals.chunkCount += 1;
+  totals.totalLength += length;
+  batch.added.set(partition, totals);
+}
+
+/**
+ * Deletes the postings of `keys` and applies the net change to each partition's statistics:
+ * minus the chunks removed (their tenant and length read back from the deleted rows), plus
+ * `added`. Rows are upserted in tenant order so concurrent writers lock them in the same order.
+ */
+async function replaceStatistics(
+  run: Statement,
+  collectionId: string,
+  keys: number[],
+  added: Map<string, { chunkCount: number; totalLength: number }>,
+): Promise<void> {
+  const partitions = [...added.keys()];
+  await run(
+    `with removed as (
+       delete from keyword_postings where collection_id = ?::uuid and chunk_key = any(?::bigint[])
+       returning tenant, chunk_key, chunk_length
+     ), removed_chunks as (
+       select tenant, chunk_key, max(chunk_length) as chunk_length from removed group by tenant, chunk_key
+     ), changes as (
+       select tenant, -count(*) as chunk_count, -sum(chunk_length) as total_length from removed_chunks group by tenant
+       union all
+       select tenant, chunk_count, total_length
+       from unnest(?::text[], ?::bigint[], ?::bigint[]) as added (tenant, chunk_count, total_length)
+     )
+     insert into keyword_stats (collection_id, tenant, chunk_count, total_length)
+     select ?::uuid, tenant, sum(chunk_count)::bigint, sum(total_length)::bigint from changes group by tenant order by tenant
+     on conflict (collection_id, tenant) do update
+       set chunk_count = keyword_stats.chunk_count + excluded.chunk_count,
+           total_length = keyword_stats.total_length + excluded.total_length`,
+    [
+      collectionId,
+      keys,
+      partitions,
+      partitions.map((partition) => added.get(partition)!.chunkCount),
+      partitions.map((partition) => added.get(partition)!.totalLength),
+      collectionId,
+    ],
+  );
+  await run('delete from keyword_stats where collection_id = ?::uuid and chunk_count <= 0', [collectionId]);
+}
+
+async function insertPostings(run: Statement, collectionId: string, postings: PostingColumns): Promise<void> {
+  for (let start = 0; start < postings.terms.length; start += postingsPerStatement) {
+    const end = start + postingsPerStatement;
+    await run(
+      `insert into keyword_postings (collection_id, tenant, term, chunk_key, term_frequency, chunk_length)
+       select ?::uuid, tenant, term, chunk_key, term_frequency, chunk_length
+       from unnest(?::text[], ?::text[], ?::bigint[], ?::integer[], ?::integer[])
+         as posting (tenant, term, chunk_key, term_frequency, chunk_length)`,
+      [
+        collectionId,
+        postings.tenants.slice(start, end),
+        postings.terms.slice(start, end),
+        postings.chunkKeys.slice(start, end),
+        postings.termFrequencies.slice(start, end),
+        postings.chunkLengths.slice(start, end),
+      ],
+    );
+  }
+}
+
+/**
+ * Scores every chunk holding a query term in one statement. The arithmetic is bm25TermWeight's,
+ * operation for operation, in float8, and each chunk's weights are summed in term order
+ * (`analyzeQuery`), so scores equal the in-memory index's to the last bit or nearly so (`ln` may
+ * differ from V8's Math.log by an ulp).
+ */
+function searchStatement(request: KeywordSearchRequest, queryTerms: ReturnType<typeof analyzeQuery>): { sql: string; params: unknown[] } {
+  const k1 = request.k1 ?? defaultKeywordK1;
+  const b = request.b ?? defaultKeywordB;
+  const tenantCondition = request.tenant === undefined ? '' : 'and tenant = ?';
+  const params: unknown[] = [
+    queryTerms.map(({ term }) => term),
+    queryTerms.map(({ frequency }) => frequency),
+    request.collectionId,
+    ...(request.tenant === undefined ? [] : [tenantPartition(request.tenant)]),
+    request.collectionId,
+    k1,
+    k1,
+    b,
+    b,
+  ];
+  const filter = request.filter ? filterToSql(request.filter, 'chunk.metadata') : undefined;
+  const filterJoin = filter ? `join chunks chunk on chunk.key = scored.chunk_key where ${filter.sql}` : '';
+  if (filter) params.push(...filter.params);
+  params.push(Math.floor(request.topK));
+  const sql = `
+    with query_terms as (
+      select term, frequency from unnest(?::text[], ?::float8[]) as query_term (term, frequency)
+    ), partitions as (
+      select tenant, chunk_count::float8 as chunk_count, total_length::float8 / chunk_count::float8 as average_length
+      from keyword_stats where collection_id = ?::uuid and chunk_count > 0 ${tenantCondition}
+    ), matches as (
+      select posting.tenant, posting.term, posting.chunk_key, query_terms.frequency,
+             posting.term_frequency::float8 as term_frequency, posting.chunk_length::float8 as chunk_length,
+             count(*) over (partition by posting.tenant, posting.term)::float8 as document_frequency
+      from partitions
+      join keyword_postings posting on posting.collection_id = ?::uuid and posting.tenant = partitions.tenant
+      join query_terms on query_terms.term = posting.term
+    ), scored as (
+      select matches.chunk_key, sum(
+        matches.frequency * (
+          (ln(1 + (partitions.chunk_count - matches.document_frequency + 0.5) / (matches.document_frequency + 0.5))
+            * matches.term_frequency * (?::float8 + 1))
+          / (matches.term_frequency + ?::float8 * (1 - ?::float8 + (?::float8 * matches.chunk_length) / partitions.average_length))
+        ) order by matches.term collate "C") as score
+      from matches join partitions on partitions.tenant = matches.tenant
+      group by matches.chunk_key
+    )
+    select scored.chunk_key as key, scored.score from scored ${filterJoin}
+    order by scored.score desc, scored.chunk_key
+    limit ?`;
+  return { sql, params };
+}
+
+export function createSqlKeywordIndex(sql: SqlRunner): KeywordIndex {
+  async function writeBatch(collectionId: string, batch: IngestBatch): Promise<void> {
+    await sql.transaction(async (run) => {
+      await replaceStatistics(run, collectionId, batch.keys, batch.added);
+      await insertPostings(run, collectionId, batch.postings);
+    });
+  }
+
+  return {
+    name: 'sql',
+
+    async add(collectionId, entries) {
+      const latestByKey = new Map<number, KeywordEntry>();
+      for (const entry of entries) latestByKey.set(entry.key, entry);
+      let batch = emptyBatch();
+      for (const entry of latestByKey.values()) {
+        addToBatch(batch, entry);
+        if (batch.postings.terms.length >= postingsPerTransaction) {
+          await writeBatch(collectionId, batch);
+          batch = emptyBatch();
+        }
+      }
+      if (batch.keys.length > 0) await writeBatch(collectionId, batch);
+    },
+
+    async remove(collectionId, keys) {
+      const unique = [...new Set(keys)];
+      for (let start = 0; start < unique.length; start += keysPerRemoval) {
+        const slice = unique.slice(start, start + keysPerRemoval);
+        await sql.transaction((run) => replaceStatistics(run, collectionId, slice, new Map()));
+      }
+    },
+
+    async dropCollection(collectionId) {
+      await sql.transaction(async (run) => {
+        await run('delete from keyword_postings where collection_id = ?::uuid', [collectionId]);
+        await run('delete from keyword_stats where collection_id = ?::uuid', [collectionId]);
+      });
+    },
+
+    async search(request): Promise<KeywordHit[]> {
+      const queryTerms = analyzeQuery(request.query);
+      if (queryTerms.length === 0 || !(request.topK >= 1)) return [];
+      const statement = searchStatement(request, queryTerms);
+      const rows = await sql<{ key: number | string; score: number }>(statement.sql, statement.params);
+      // PostgreSQL returns bigint as a string, PGlite as a number.
+      return rows.map((row) => ({ key: Number(row.key), score: Number(row.score) }));
+    },
+
+    async close() {
+      // Nothing held: the SqlRunner belongs to the caller.
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import { Type, type Static } from 'typebox';
+import { SEARCH_MODES } from '../db/entities/index.js';
+
+export const MAX_TOP_K = 1000;
+
+const literalUnion = <T extends readonly string[]>(values: T) => Type.Union(values.map((value) => Type.Literal(value)));
+
+/** Knobs shared by every query form (spec 2.6), plus the hybrid fusion knobs of issue 3. */
+export const QueryOptionsFields = {
+  top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TOP_K })),
+  filters: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
+  min_score: Type.Optional(Type.Number()),
+  search_mode: Type.Optional(literalUnion(SEARCH_MODES)),
+  rerank: Type.Optional(Type.Boolean()),
+  skip_cache: Type.Optional(Type.Boolean()),
+  multimodal: Type.Optional(Type.Boolean()),
+  rrf_k: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'RRF constant k (hybrid); default 60' })),
+  keyword_weight: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'weight of the BM25 list in hybrid fusion' })),
+  semantic_weight: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'weight of the vector list in hybrid fusion' })),
+};
+
+export const QueryText = Type.String({ minLength: 1, maxLength: 10000, pattern: '\\S' });
+
+export const CollectionQueryBody = Type.Object({ query: QueryText, ...QueryOptionsFields }, { additionalProperties: false });
+export type CollectionQueryInput = Static<typeof CollectionQueryBody>;
+
+export const MultiCollectionQueryBody = Type.Object({
+  query: QueryText,
+  collections: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 50 }),
+  ...QueryOptionsFields,
+}, { additionalProperties: false });
+export type MultiCollectionQueryInput = Static<typeof MultiCollectionQueryBody>;
+
+export const BatchQueryBody = Type.Object({
+  queries: Type.Array(Type.Object({
+    collection: Type.String({ minLength: 1, maxLength: 64 }),
+    query: QueryText,
+    ...QueryOptionsFields,
+  }, { additionalProperties: false }), { minItems: 1, maxItems: 100 }),
+}, { additionalProperties: false });
+export type BatchQueryInput = Static<typeof BatchQueryBody>;

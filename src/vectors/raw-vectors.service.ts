@@ -1,0 +1,69 @@
+import { Type, type Static } from 'typebox';
+import type { CollectionRecord } from '../db/entities/index.js';
+import { insertChunks } from '../documents/chunk-store.js';
+import { checkMetadata } from '../documents/metadata-rules.js';
+import { BadRequestError } from '../errors.js';
+import type { SqlRunner } from '../plugins.js';
+import { removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
+
+export const VectorUpsertBody = Type.Object({
+  vectors: Type.Array(Type.Object({
+    id: Type.String({ minLength: 1, maxLength: 255 }),
+    embedding: Type.Array(Type.Number(), { minItems: 1, maxItems: 16000 }),
+    text: Type.Optional(Type.String({ maxLength: 1_000_000 })),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  }, { additionalProperties: false }), { minItems: 1, maxItems: 5000 }),
+}, { additionalProperties: false });
+export type VectorUpsertInput = Static<typeof VectorUpsertBody>;
+
+export const VectorDeleteBody = Type.Object({
+  ids: Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { minItems: 1, maxItems: 10000 }),
+}, { additionalProperties: false });
+
+export interface RawVectorRuntime {
+  sql: SqlRunner;
+  indexes: SearchIndexes;
+}
+
+/**
+ * Raw vectors (custom embeddings) bypass ingestion: each becomes a chunk without a document,
+ * searchable by its vector and, through its text, by BM25. Everything is validated before anything
+ * is written, so a bad item rejects the whole request and nothing is half-written.
+ */
+export async function upsertRawVectors(runtime: RawVectorRuntime, collection: CollectionRecord, input: VectorUpsertInput): Promise<number> {
+  const seen = new Set<string>();
+  const prepared = input.vectors.map((vector, index) => {
+    if (vector.embedding.length !== collection.dimension) {
+      throw new BadRequestError(`vectors[${index}].embedding has ${vector.embedding.length} dimensions; collection ${collection.name} expects ${collection.dimension}`);
+    }
+    if (vector.embedding.some((value) => !Number.isFinite(value))) throw new BadRequestError(`vectors[${index}].embedding contains a non-finite number`);
+    if (vector.embedding.every((value) => value === 0)) throw new BadRequestError(`vectors[${index}].embedding is all zeros: cosine similarity is undefined for it`);
+    if (seen.has(vector.id)) throw new BadRequestError(`vectors[${index}].id "${vector.id}" appears twice in the request`);
+    seen.add(vector.id);
+    const metadata = vector.metadata ?? {};
+    const tenant = checkMetadata(collection, metadata, `vectors[${index}].metadata`);
+    return { id: vector.id, embedding: Float32Array.from(vector.embedding), text: vector.text ?? '', metadata, tenant };
+  });
+  // Keys of ids that exist already: their rows are replaced in place.
+  const keys = await insertChunks(runtime.sql, collection.id, prepared.map((vector) => ({
+    id: vector.id, documentId: null, chunkIndex: 0, text: vector.text, metadata: vector.metadata, tenant: vector.tenant,
+  })));
+  await runtime.indexes.keywordIndex.add(collection.id, prepared.map((vector, index) => ({ key: keys[index]!, text: vector.text, metadata: vector.metadata, tenant: vector.tenant })));
+  await runtime.indexes.vectorStore.upsert(prepared.map((vector, index) => ({
+    key: keys[index]!, collectionId: collection.id, documentId: null, embedding: vector.embedding, metadata: vector.metadata, tenant: vector.tenant,
+  })));
+  await runtime.sql('update collections set write_version = write_version + 1 where id = ?', [collection.id]);
+  return prepared.length;
+}
+
+/** Deletes raw vectors by id; ids that do not exist (or name a document chunk) are not counted. */
+export async function deleteRawVectors(runtime: RawVectorRuntime, collection: CollectionRecord, ids: string[]): Promise<number> {
+  const rows = await runtime.sql<{ key: string | number }>('select key from chunks where collection_id = ? and document_id is null and id = any(?::text[])', [collection.id, ids]);
+  const keys = rows.map((row) => Number(row.key));
+  await removeFromIndexes(runtime.indexes, collection.id, keys);
+  if (keys.length > 0) {
+    await runtime.sql('delete from chunks where key = any(?::bigint[])', [keys]);
+    await runtime.sql('update collections set write_version = write_version + 1 where id = ?', [collection.id]);
+  }
+  return keys.length;
+}
