@@ -51,7 +51,8 @@ export async function listCollections(em: EntityManager, actor: Actor, query: { 
   // A case-insensitive substring match (api-contract 5); LIKE wildcards in the input are literal.
   if (query.name) where.name = { $ilike: `%${query.name.replace(/[\\%_]/g, (c) => `\\${c}`)}%` };
   const pin = collectionPin(actor);
-  if (pin) where.name = pin;
+  // A pinned key sees its collection only, and only when the name filter matches it too.
+  if (pin) where.name = where.name ? { $eq: pin, ...(where.name as object) } : pin;
   const [data, total] = await em.findAndCount(Collection, where, { orderBy: { name: 'asc' }, limit: query.limit, offset: query.offset });
   return { data, total };
 }

@@ -80,7 +80,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     if (!file) throw new BadRequestError('No file in the upload: send it in a multipart part named "file"');
     try {
       const metadata = parseMetadataField(metadataField);
-      const document = await createDocument(em, services.jobs, collection, { ...file, metadata });
+      const document = await createDocument(sql, services.jobs, collection, { ...file, metadata });
       return reply.code(202).send(serializeDocument(document, collection.name));
     } catch (error) {
       await files.remove(file.upload.storageKey);

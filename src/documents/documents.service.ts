@@ -45,38 +45,48 @@ export interface NewDocumentInput {
   batchId?: string | null;
 }
 
-/** Creates the document and its ingestion job in one transaction: both exist, or neither. */
-export async function createDocument(em: EntityManager, queue: JobQueue, collection: CollectionRecord, input: NewDocumentInput): Promise<DocumentRecord> {
+interface DocumentRow {
+  id: string; collection_id: string; batch_id: string | null; filename: string; content_type: string; size_bytes: string | number;
+  sha256: string; storage_key: string | null; metadata: Record<string, unknown>; tenant: string | null; title: string | null;
+  status: DocumentStatus; progress: DocumentRecord['progress']; error: string | null; chunk_count: number;
+  created_at: string | Date; updated_at: string | Date; processed_at: string | Date | null;
+}
+
+function documentFromRow(row: DocumentRow): DocumentRecord {
+  return {
+    id: row.id, collectionId: row.collection_id, batchId: row.batch_id, filename: row.filename, contentType: row.content_type,
+    sizeBytes: Number(row.size_bytes), sha256: row.sha256, storageKey: row.storage_key, metadata: row.metadata, tenant: row.tenant,
+    title: row.title, status: row.status, progress: row.progress, error: row.error, chunkCount: row.chunk_count,
+    createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at), processedAt: row.processed_at ? new Date(row.processed_at) : null,
+  } as DocumentRecord;
+}
+
+/**
+ * Creates the document and its ingestion job in one statement (a data-modifying CTE is atomic):
+ * both exist, or neither. One statement rather than a transaction of four matters on PGlite,
+ * where each costs ~1 ms and the upload path is what bounds end-to-end ingestion.
+ */
+export async function createDocument(sql: SqlRunner, queue: JobQueue, collection: CollectionRecord, input: NewDocumentInput): Promise<DocumentRecord> {
   const tenant = checkMetadata(collection, input.metadata);
-  const now = new Date();
-  const document = await em.transactional(async (tx) => {
-    const created = tx.create(Document, {
-      id: randomUUID(),
-      collectionId: collection.id,
-      batchId: input.batchId ?? null,
-      // Only the base name is kept: a client path such as ../../etc/passwd is a label, never a location.
-      filename: input.filename.split(/[\\/]/).pop()!.slice(0, 1024) || 'upload',
-      contentType: input.contentType,
-      sizeBytes: input.upload.sizeBytes,
-      sha256: input.upload.sha256,
-      storageKey: input.upload.storageKey,
-      metadata: input.metadata,
-      tenant,
-      title: null,
-      status: 'pending',
-      progress: { stage: 'queued', percent: 0, message: 'waiting for a worker' },
-      error: null,
-      chunkCount: 0,
-      createdAt: now,
-      updatedAt: now,
-      processedAt: null,
-    });
-    await tx.flush();
-    await queue.enqueue(tx, 'ingest_document', { collectionId: collection.id, documentId: created.id });
-    return created;
-  });
+  // Only the base name is kept: a client path such as ../../etc/passwd is a label, never a location.
+  const filename = input.filename.split(/[\\/]/).pop()!.slice(0, 1024) || 'upload';
+  const [row] = await sql<DocumentRow>(
+    `with document as (
+       insert into documents (id, collection_id, batch_id, filename, content_type, size_bytes, sha256, storage_key, metadata, tenant,
+         title, status, progress, error, chunk_count, created_at, updated_at)
+       values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, null, 'pending',
+         '{"stage": "queued", "percent": 0, "message": "waiting for a worker"}'::jsonb, null, 0, now(), now())
+       returning *
+     ), job as (
+       insert into jobs (id, kind, collection_id, document_id, payload, status, attempts, max_attempts, run_after, created_at, updated_at)
+       select gen_random_uuid(), 'ingest_document', collection_id, id, '{}'::jsonb, 'queued', 0, 3, now(), now(), now() from document
+     )
+     select * from document`,
+    [collection.id, input.batchId ?? null, filename, input.contentType, input.upload.sizeBytes, input.upload.sha256,
+      input.upload.storageKey, JSON.stringify(input.metadata), tenant],
+  );
   queue.notify();
-  return document;
+  return documentFromRow(row!);
 }
 
 export const DOCUMENT_SORT_FIELDS = ['created_at', 'updated_at', 'filename', 'size_bytes', 'status'] as const;

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SqlRunner } from '../plugins.js';
 
+/** Jobs are inserted where their subject is created (see createDocument), in the same statement. */
 export type JobKind = 'ingest_document';
 
 export interface Job {
@@ -25,17 +24,6 @@ export class JobQueue {
   private readonly listeners = new Set<() => void>();
 
   constructor(private readonly sql: SqlRunner, readonly workerId: string) {}
-
-  /** Adds a job inside the caller's transaction, so that it exists exactly when its document does. */
-  async enqueue(em: EntityManager, kind: JobKind, target: { collectionId: string; documentId: string }, payload: Record<string, unknown> = {}): Promise<string> {
-    const id = randomUUID();
-    await em.getConnection().execute(
-      `insert into jobs (id, kind, collection_id, document_id, payload, status, attempts, max_attempts, run_after, created_at, updated_at)
-       values (?, ?, ?, ?, ?::jsonb, 'queued', 0, 3, now(), now(), now())`,
-      [id, kind, target.collectionId, target.documentId, JSON.stringify(payload)], 'all', em.getTransactionContext(),
-    );
-    return id;
-  }
 
   /** Wakes idle workers after a commit that enqueued work. */
   notify(): void {
@@ -63,8 +51,9 @@ export class JobQueue {
     await this.sql(`update jobs set locked_at = now() where id = any(?::uuid[]) and locked_by = ?`, [jobIds, this.workerId]);
   }
 
-  async complete(jobId: string): Promise<void> {
-    await this.sql(`update jobs set status = 'done', locked_by = null, updated_at = now() where id = ?`, [jobId]);
+  async complete(jobIds: string[]): Promise<void> {
+    if (jobIds.length === 0) return;
+    await this.sql(`update jobs set status = 'done', locked_by = null, updated_at = now() where id = any(?::uuid[])`, [jobIds]);
   }
 
   /** Records a failure; the job runs again after a backoff unless it is final or out of attempts. */

@@ -97,10 +97,6 @@ class TenantPartition {
   private readonly termIdByTerm = new Map<string, number>();
   private readonly lists: PostingList[] = [];
 
-  has(key: number): boolean {
-    return this.slotByKey.has(key);
-  }
-
   insert(key: number, chunk: AnalyzedChunk, metadata: Record<string, unknown>): void {
     const slot = this.slotCount++;
     this.keys = withCapacity(this.keys, this.slotCount);
