@@ -72,7 +72,10 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
   let parsed;
   try {
     if (!row.storage_key) throw new Error('the original file is missing');
-    const data = await runtime.files.read(row.storage_key);
+    // The storage error would name a server path; the client only needs to know the file is gone.
+    const data = await runtime.files.read(row.storage_key).catch(() => {
+      throw new Error('the original file is missing or unreadable');
+    });
     const choice = selectParser(runtime.parsers, row.filename, row.content_type);
     if (!choice) throw new Error(`no parser reads ${row.content_type}`);
     parsed = await choice.parser.parse({ filename: row.filename, contentType: row.content_type, data });

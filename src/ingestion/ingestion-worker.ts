@@ -4,7 +4,8 @@ import { IngestionError, ingestDocuments, type IngestionRuntime } from './ingest
 import type { Job, JobQueue } from './job-queue.js';
 
 const IDLE_POLL_MS = 1000;
-const HEARTBEAT_MS = 30_000;
+/** A quarter of the job lease (job-queue.ts), so a live worker never loses its jobs to a late beat. */
+const HEARTBEAT_MS = 15_000;
 /**
  * Jobs claimed at once. Their writes go out as one set of bulk statements, which is what lets the
  * embedded database (~1 ms a statement) ingest hundreds of documents a second.

@@ -14,7 +14,7 @@ export interface Job {
 }
 
 /** How long a claimed job may go without a heartbeat before another worker may take it over. */
-export const JOB_LEASE_MS = 2 * 60_000;
+export const JOB_LEASE_MS = 60_000;
 
 /**
  * A durable job table claimed with `FOR UPDATE SKIP LOCKED`, so that several workers (threads of

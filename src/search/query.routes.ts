@@ -39,7 +39,9 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
       keys: response.results.map((result) => `${result.collection}\u0000${result.id}`), weight: 1,
     })), options.rrf_k ?? DEFAULT_RRF_K);
     const topK = options.top_k ?? Math.max(...collections.map((collection) => collection.defaultTopK));
-    const results = fused.slice(0, topK).map((hit) => ({ ...byKey.get(hit.key)!, score: hit.score, collection_score: byKey.get(hit.key)!.score }));
+    // A chunk belongs to one collection, so it is in one list only: scaling by the number of lists
+    // makes rank 1 of any collection score 1.0, as rank 1 does in a single-collection query.
+    const results = fused.slice(0, topK).map((hit) => ({ ...byKey.get(hit.key)!, score: hit.score * responses.length, collection_score: byKey.get(hit.key)!.score }));
     return {
       results,
       query: request.body.query,

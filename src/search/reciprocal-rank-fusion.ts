@@ -19,6 +19,8 @@ export function reciprocalRankFusion<K>(lists: readonly RankedList<K>[], k = 60)
   const maximum = lists.reduce((sum, list) => sum + list.weight / (k + 1), 0);
   const fused = new Map<K, FusedHit<K>>();
   lists.forEach((list, listIndex) => {
+    // A list weighted 0 is switched off: its documents must not appear with a score of 0.
+    if (list.weight <= 0) return;
     list.keys.forEach((key, position) => {
       let hit = fused.get(key);
       if (!hit) {

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { insertChunks } from '../documents/chunk-store.js';
 import { checkMetadata } from '../documents/metadata-rules.js';
-import { BadRequestError } from '../errors.js';
+import { BadRequestError, ConflictError } from '../errors.js';
 import type { SqlRunner } from '../plugins.js';
 import { removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
 
@@ -44,6 +44,9 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
     const tenant = checkMetadata(collection, metadata, `vectors[${index}].metadata`);
     return { id: vector.id, embedding: Float32Array.from(vector.embedding), text: vector.text ?? '', metadata, tenant };
   });
+  // An id of a document's chunk is not a raw vector: replacing it would take the chunk from its document.
+  const taken = await runtime.sql<{ id: string }>('select id from chunks where collection_id = ? and document_id is not null and id = any(?::text[]) limit 1', [collection.id, [...seen]]);
+  if (taken.length > 0) throw new ConflictError(`id "${taken[0]!.id}" names a chunk of a document in collection ${collection.name}; raw vectors cannot replace document chunks`);
   // Keys of ids that exist already: their rows are replaced in place.
   const keys = await insertChunks(runtime.sql, collection.id, prepared.map((vector) => ({
     id: vector.id, documentId: null, chunkIndex: 0, text: vector.text, metadata: vector.metadata, tenant: vector.tenant,

