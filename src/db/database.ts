@@ -44,6 +44,22 @@ async function openPglite(dataDir: string | undefined): Promise<PGlite> {
   return PGlite.create({ dataDir, extensions: { vector } });
 }
 
+/**
+ * MikroORM inlines parameter values into the SQL text, and PGlite's knex dialect treats any raw SQL
+ * containing ";" as several statements (answering one row list per statement), so a value such as
+ * "a; b" broke ordinary queries. Here only semicolons outside string literals count.
+ */
+function sendSingleStatementsAsOne(orm: MikroORM): void {
+  const client = orm.em.getConnection().getKnex().client as {
+    _query(connection: { query(sql: string, bindings: unknown[]): Promise<unknown>; exec(sql: string): Promise<unknown> }, obj: { sql: string; bindings?: unknown[]; method?: string; response?: unknown }): Promise<unknown>;
+  };
+  client._query = async (connection, obj) => {
+    const statements = obj.sql.replace(/'(?:[^']|'')*'/g, "''").split(';').filter((part) => part.trim().length > 0);
+    obj.response = obj.method === 'raw' && statements.length > 1 ? await connection.exec(obj.sql) : await connection.query(obj.sql, obj.bindings ?? []);
+    return obj;
+  };
+}
+
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   let orm: MikroORM;
   let pglite: PGlite | undefined;
@@ -65,6 +81,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       debug: options.debug ?? false,
     } as unknown as Options);
   }
+  if (pglite) sendSingleStatementsAsOne(orm);
   await orm.getMigrator().up();
   const kind = pglite ? 'pglite' : 'postgresql';
   return {

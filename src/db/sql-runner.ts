@@ -8,12 +8,8 @@ import type { Database } from './database.js';
  * chunk and index writes go through here.
  */
 export function createSqlRunner(db: Database): SqlRunner {
-  const run = (em: EntityManager) => async <Row>(query: string, params: unknown[] = []): Promise<Row[]> => {
-    const rows = await em.getConnection().execute(query, params.map(arrayToLiteral), 'all', em.getTransactionContext()) as unknown[];
-    // MikroORM inlines the parameters, and PGlite's knex dialect sends any raw text holding a ";" (a
-    // value such as "a; b" counts) as a multi-statement exec, which answers one row list per statement.
-    return (Array.isArray(rows[0]) ? rows[rows.length - 1] : rows) as Row[];
-  };
+  const run = (em: EntityManager) => async <Row>(query: string, params: unknown[] = []): Promise<Row[]> =>
+    em.getConnection().execute(query, params.map(arrayToLiteral), 'all', em.getTransactionContext()) as Promise<Row[]>;
   const runner = (async <Row>(query: string, params: unknown[] = []) => run(db.fork())<Row>(query, params)) as SqlRunner;
   Object.assign(runner, {
     dialect: db.kind,

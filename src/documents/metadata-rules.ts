@@ -26,7 +26,13 @@ export function parseMetadataField(raw: string | undefined): Record<string, unkn
     throw new BadRequestError('metadata must be a JSON object');
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new BadRequestError('metadata must be a JSON object');
+  assertNoNulCharacters(value, 'metadata');
   return value as Record<string, unknown>;
+}
+
+/** PostgreSQL text and jsonb cannot hold U+0000; refusing it up front keeps it a 400, not a 500. */
+export function assertNoNulCharacters(value: unknown, where: string): void {
+  if (JSON.stringify(value).includes('\\u0000')) throw new BadRequestError(`${where} must not contain NUL characters (\\u0000)`);
 }
 
 /**

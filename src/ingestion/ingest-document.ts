@@ -53,9 +53,19 @@ const EMBED_BATCH = 64;
 /** Progress is written at most this often: each write is a statement on PGlite's one connection (~1 ms). */
 const PROGRESS_INTERVAL_MS = 250;
 
+/**
+ * A short reason for the document's `error`: database errors from the driver start with the whole
+ * statement (every chunk text of a batch), which is noise to a reader and may be megabytes.
+ */
+function conciseMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const afterStatement = /^\s*(?:insert|update|delete|select|with)\b[\s\S]* - ([^\n]+)$/i.exec(message)?.[1] ?? message;
+  return afterStatement.length > 500 ? `${afterStatement.slice(0, 500)}...` : afterStatement;
+}
+
 function asIngestionError(stage: string, error: unknown, retryable: boolean): IngestionError {
   if (error instanceof IngestionError) return error;
-  return new IngestionError(stage, error instanceof Error ? error.message : String(error), retryable);
+  return new IngestionError(stage, conciseMessage(error), retryable);
 }
 
 async function writeProgress(sql: SqlRunner, updates: Array<{ id: string; progress: DocumentProgress }>): Promise<void> {
@@ -148,6 +158,27 @@ async function indexDocuments(runtime: IngestionRuntime, collection: CollectionR
 }
 
 /**
+ * After a failed batch write, finds the documents that cannot be written by writing each alone:
+ * those fail (the others end ready). When none can be written the cause is not a document (the
+ * database is away), so the whole batch is retried.
+ */
+async function indexOneByOne(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], outcomes: Map<string, DocumentOutcome>): Promise<void> {
+  const failures: Array<[PreparedDocument, unknown]> = [];
+  for (const document of documents) {
+    try {
+      await indexDocuments(runtime, collection, [document]);
+      outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
+    } catch (error) {
+      failures.push([document, error]);
+    }
+  }
+  if (failures.length === documents.length) throw asIngestionError('indexing', failures[0]![1], true);
+  for (const [document, error] of failures) {
+    outcomes.set(document.row.id, { documentId: document.row.id, status: 'failed', error: asIngestionError('indexing', error, false) });
+  }
+}
+
+/**
  * Parses, chunks, embeds and indexes a batch of documents of one collection. Writes go out in
  * bulk statements: a statement costs ~1 ms on PGlite whatever its size, so one document at a time
  * tops out near 30 documents/s there. A document whose file cannot be read fails alone; a failure
@@ -210,9 +241,10 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
   await progress('indexing', () => 90, () => `indexing ${texts.length} chunks`, true);
   try {
     await indexDocuments(runtime, collection, documents);
+    for (const document of documents) outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
   } catch (error) {
-    throw asIngestionError('indexing', error, true);
+    if (documents.length <= 1) throw asIngestionError('indexing', error, true);
+    await indexOneByOne(runtime, collection, documents, outcomes);
   }
-  for (const document of documents) outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
   return [...outcomes.values()];
 }

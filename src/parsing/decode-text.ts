@@ -6,7 +6,8 @@
  * character, because the commonest non-UTF-8 uploads are Western legacy files (Latin-1 or
  * Windows-1252 exports) and a lossy U+FFFD decode would destroy their accented letters.
  * A byte-order mark is never part of the text, and line endings become "\n" so parsers split
- * paragraphs one way.
+ * paragraphs one way. NUL characters are dropped: PostgreSQL text cannot hold them, and they carry
+ * nothing a reader needs.
  */
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -27,5 +28,5 @@ export function decodeTextBuffer(data: Uint8Array): string {
       text = Buffer.from(withoutBom.buffer, withoutBom.byteOffset, withoutBom.byteLength).toString('latin1');
     }
   }
-  return text.replace(/\r\n?/g, '\n');
+  return text.replace(/\r\n?/g, '\n').replaceAll('\u0000', '');
 }

@@ -43,6 +43,13 @@ export async function createScratchDatabase(baseUrl: string): Promise<{ url: str
   };
 }
 
+/** A scratch database URL on TEST_DATABASE_URL's server, dropped when the test `t` ends. */
+export async function scratchDatabaseUrl(t: { teardown(fn: () => Promise<void>): void }): Promise<string> {
+  const scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
+  t.teardown(() => scratch.drop());
+  return scratch.url;
+}
+
 /** Builds the app exactly as production does, on a fresh database of the given backend. */
 export interface TestAppOptions {
   /** Start the ingestion workers (default true). */

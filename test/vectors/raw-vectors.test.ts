@@ -1,0 +1,300 @@
+import t, { type Test } from 'tap';
+import { hashedTextVector } from '../../plugins/embedding/local/hashed-text-vector.js';
+import {
+  bearer, buildTestApp, createApiKey, multipartUpload, setupAdmin, testBackends, waitForIngestion,
+} from '../support/test-app.js';
+
+interface Answer { statusCode: number; body: string; json(): any }
+
+/** api-contract 1: a 4xx answers `{detail: string}`; `detail` optionally checked against a pattern. */
+function assertError(t: Test, response: Answer, status: number, detail?: RegExp | string, what = '') {
+  t.equal(response.statusCode, status, `${what} status ${status} (got ${response.statusCode}: ${response.body.slice(0, 300)})`);
+  let body: any;
+  try {
+    body = response.json();
+  } catch {
+    t.fail(`${what} body is not JSON: ${response.body.slice(0, 200)}`);
+    return;
+  }
+  t.type(body.detail, 'string', `${what} detail is a string`);
+  t.ok(String(body.detail).length > 0, `${what} detail is not empty`);
+  if (typeof detail === 'string') t.equal(body.detail, detail, `${what} detail text`);
+  else if (detail) t.match(body.detail, detail, `${what} detail names the problem`);
+}
+
+const unit = (vector: number[]) => {
+  const norm = Math.hypot(...vector);
+  return vector.map((value) => value / norm);
+};
+const dot = (a: number[], b: number[]) => a.reduce((sum, value, index) => sum + value * b[index]!, 0);
+
+/**
+ * Hand-built 4-dimensional vectors around the local embedding of the query text (queries are
+ * embedded by the collection's local model, which makes `dimension`-sized vectors): `same` points
+ * the query's way, `near` a little off, `far` nearly opposite.
+ */
+const QUERY = 'orchard apple';
+const q = Array.from(hashedTextVector(QUERY, 4));
+// A unit vector orthogonal to q (Gram-Schmidt from an axis that is not q).
+const axis = Math.abs(q[0]!) < 0.9 ? [1, 0, 0, 0] : [0, 1, 0, 0];
+const w = unit(axis.map((value, index) => value - dot(axis, q) * q[index]!));
+const SAME = q.map((value) => value * 3);
+const NEAR = q.map((value, index) => value + 0.5 * w[index]!);
+const FAR = q.map((value, index) => -value + 0.1 * w[index]!);
+const NEAR_SCORE = dot(unit(NEAR), q);
+const FAR_SCORE = dot(unit(FAR), q);
+
+for (const backend of testBackends()) {
+  t.test(backend, async (t) => {
+    const ctx = await buildTestApp(backend);
+    t.teardown(() => ctx.close());
+    const { app } = ctx;
+    const cookie = await setupAdmin(app);
+    const admin = { cookie };
+
+    const createCollection = async (payload: Record<string, unknown>) => {
+      const response = await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload });
+      if (response.statusCode !== 201) throw new Error(`collection: ${response.statusCode} ${response.body}`);
+      return response.json() as { id: string; name: string; dimension: number };
+    };
+    const upsert = (name: string, payload: unknown, headers: Record<string, string> = admin) =>
+      app.inject({ method: 'POST', url: `/v1/collections/${name}/vectors/upsert`, headers, payload: payload as object });
+    const remove = (name: string, payload: unknown, headers: Record<string, string> = admin) =>
+      app.inject({ method: 'POST', url: `/v1/collections/${name}/vectors/delete`, headers, payload: payload as object });
+    const query = async (name: string, payload: Record<string, unknown>) => {
+      const response = await app.inject({ method: 'POST', url: `/v1/collections/${name}/query`, headers: admin, payload: { skip_cache: true, ...payload } });
+      if (response.statusCode !== 200) throw new Error(`query: ${response.statusCode} ${response.body}`);
+      return response.json() as { results: any[]; total: number };
+    };
+    const idsOf = (answer: { results: any[] }) => answer.results.map((result) => result.id);
+    const stats = async (name: string) => (await app.inject({ url: `/v1/collections/${name}/stats`, headers: admin })).json();
+
+    const raw4 = await createCollection({ name: 'raw4', dimension: 4 });
+    t.equal(raw4.dimension, 4);
+
+    await t.test('upsert: 200 {upserted}; semantic order follows cosine similarity', async (t) => {
+      const response = await upsert('raw4', {
+        vectors: [
+          { id: 'same', embedding: SAME, text: 'crimson orchard fruit', metadata: { kind: 'fruit', rank: 1 } },
+          { id: 'near', embedding: NEAR, text: 'golden pear harvest', metadata: { kind: 'fruit', rank: 2 } },
+          { id: 'far', embedding: FAR, text: 'winter storm warning', metadata: { kind: 'weather' } },
+        ],
+      });
+      t.equal(response.statusCode, 200, response.body);
+      t.same(response.json(), { upserted: 3 });
+      t.match(await stats('raw4'), { raw_vectors: 3, vectors: 3, chunks: 3, documents: 0 });
+
+      const semantic = await query('raw4', { query: QUERY, search_mode: 'semantic' });
+      t.same(idsOf(semantic), ['same', 'near'], 'default min_score 0 drops the opposite vector');
+      t.ok(Math.abs(semantic.results[0].score - 1) < 1e-3, `same scores 1 (${semantic.results[0].score})`);
+      t.ok(Math.abs(semantic.results[1].score - NEAR_SCORE) < 1e-3, `near scores its cosine ${NEAR_SCORE} (${semantic.results[1].score})`);
+      const everything = await query('raw4', { query: QUERY, search_mode: 'semantic', min_score: -1 });
+      t.same(idsOf(everything), ['same', 'near', 'far']);
+      t.ok(Math.abs(everything.results[2].score - FAR_SCORE) < 1e-3, `far scores its cosine ${FAR_SCORE}`);
+      t.same(idsOf(await query('raw4', { query: QUERY, search_mode: 'semantic', top_k: 1 })), ['same'], 'top_k');
+      t.same(idsOf(await query('raw4', { query: QUERY, search_mode: 'semantic', min_score: 0.95 })), ['same'], 'min_score');
+
+      const [first] = semantic.results;
+      t.same(first, {
+        ...first,
+        id: 'same', document_id: null, chunk_index: 0, text: 'crimson orchard fruit', metadata: { kind: 'fruit', rank: 1 }, collection: 'raw4',
+      }, 'a raw result: the given id, text and metadata, document_id null');
+      const filtered = await query('raw4', { query: QUERY, search_mode: 'semantic', min_score: -1, filters: { kind: 'weather' } });
+      t.same(idsOf(filtered), ['far'], 'metadata filters apply to raw vectors');
+    });
+
+    await t.test('keyword and hybrid find raw vectors through their text', async (t) => {
+      const keyword = await query('raw4', { query: 'pear harvest', search_mode: 'keyword' });
+      t.same(idsOf(keyword), ['near']);
+      t.match(keyword.results[0], { id: 'near', document_id: null, text: 'golden pear harvest', metadata: { kind: 'fruit', rank: 2 } });
+      t.ok(keyword.results[0].score > 0);
+      t.same(idsOf(await query('raw4', { query: 'storm', search_mode: 'keyword' })), ['far']);
+      t.same(idsOf(await query('raw4', { query: 'nothing matches this', search_mode: 'keyword' })), []);
+      const hybrid = await query('raw4', { query: 'pear harvest', search_mode: 'hybrid', min_score: -1 });
+      t.equal(hybrid.results[0]?.id, 'near', 'the keyword match leads the fusion');
+      t.same([...idsOf(hybrid)].sort(), ['far', 'near', 'same'], 'vector hits join it');
+      t.ok(hybrid.results.every((result) => result.document_id === null));
+      t.type(hybrid.results[0].scores?.keyword, 'number', 'per-list scores');
+      t.type(hybrid.results[0].scores?.semantic, 'number');
+    });
+
+    await t.test('a semantic query finds the vector built from its own text (384 dimensions)', async (t) => {
+      await createCollection({ name: 'raw384' });
+      const texts = { tide: 'tide pools hold anemones and crabs', volcano: 'volcanic eruptions spread ash clouds', chess: 'the queen gambit opens the chess game' };
+      const response = await upsert('raw384', {
+        vectors: Object.entries(texts).map(([id, text]) => ({ id, embedding: Array.from(hashedTextVector(text, 384)), text, metadata: { topic: id } })),
+      });
+      t.same(response.json(), { upserted: 3 });
+      for (const [id, text] of Object.entries(texts)) {
+        const semantic = await query('raw384', { query: text, search_mode: 'semantic' });
+        t.equal(semantic.results[0]?.id, id, `"${text}" finds ${id} first`);
+        t.ok(Math.abs(semantic.results[0].score - 1) < 1e-3);
+        t.same(semantic.results[0].metadata, { topic: id });
+      }
+    });
+
+    await t.test('upsert of an existing id replaces text, metadata and vector', async (t) => {
+      const response = await upsert('raw4', { vectors: [{ id: 'near', embedding: NEAR, text: 'blue plum jam', metadata: { kind: 'preserve' } }] });
+      t.same(response.json(), { upserted: 1 });
+      t.same(idsOf(await query('raw4', { query: 'pear harvest', search_mode: 'keyword' })), [], 'the old text is no longer found');
+      const plum = await query('raw4', { query: 'plum', search_mode: 'keyword' });
+      t.same(idsOf(plum), ['near']);
+      t.same(plum.results[0].metadata, { kind: 'preserve' }, 'metadata replaced, not merged');
+      t.same(idsOf(await query('raw4', { query: QUERY, search_mode: 'semantic', min_score: -1, filters: { kind: 'fruit' } })), ['same'], 'old metadata no longer filters');
+      const moved = await upsert('raw4', { vectors: [{ id: 'far', embedding: SAME, text: 'winter storm warning', metadata: { kind: 'weather' } }] });
+      t.same(moved.json(), { upserted: 1 });
+      const semantic = await query('raw4', { query: QUERY, search_mode: 'semantic' });
+      t.same([...idsOf(semantic)].slice(0, 2).sort(), ['far', 'same'], 'the replaced vector moved next to the query');
+      t.match(await stats('raw4'), { raw_vectors: 3, vectors: 3, chunks: 3 }, 'replacing adds nothing');
+      // Back to the original layout for the next checks.
+      t.same((await upsert('raw4', { vectors: [{ id: 'far', embedding: FAR, text: 'winter storm warning', metadata: { kind: 'weather' } }] })).json(), { upserted: 1 });
+    });
+
+    await t.test('refused upserts write nothing', async (t) => {
+      const before = await stats('raw4');
+      const unchanged = async (what: string) => {
+        t.match(await stats('raw4'), { raw_vectors: before.raw_vectors, vectors: before.vectors, chunks: before.chunks }, `${what}: nothing written`);
+        t.same(idsOf(await query('raw4', { query: 'fresh kiwi', search_mode: 'keyword' })), [], `${what}: the valid item of the request is not searchable`);
+      };
+      const fresh = { id: 'fresh', embedding: [0.1, 0.2, 0.3, 0.4], text: 'fresh kiwi', metadata: {} };
+      assertError(t, await upsert('raw4', { vectors: [fresh, { id: 'short', embedding: [1, 2, 3], text: 'x' }] }), 400, /vectors\[1\].*\b3\b.*\b4\b/, 'wrong length');
+      await unchanged('wrong length');
+      assertError(t, await upsert('raw4', { vectors: [fresh, { id: 'long', embedding: [1, 2, 3, 4, 5], text: 'x' }] }), 400, /vectors\[1\].*\b5\b.*\b4\b/, 'too long');
+      await unchanged('too long');
+      assertError(t, await upsert('raw4', { vectors: [fresh, { id: 'zero', embedding: [0, 0, 0, 0], text: 'x' }] }), 400, /vectors\[1\].*zero/, 'all zeros');
+      await unchanged('all zeros');
+      const infinite = await app.inject({
+        method: 'POST', url: '/v1/collections/raw4/vectors/upsert', headers: { ...admin, 'content-type': 'application/json' },
+        payload: '{"vectors":[{"id":"fresh","embedding":[0.1,0.2,0.3,0.4],"text":"fresh kiwi"},{"id":"inf","embedding":[1e999,0,0,1],"text":"x"}]}',
+      });
+      assertError(t, infinite, 400, /vectors/, 'an infinite number (1e999)');
+      await unchanged('infinite');
+      assertError(t, await upsert('raw4', { vectors: [fresh, { id: 'nan', embedding: [null, 0, 0, 1], text: 'x' }] }), 400, /embedding/, 'null in the embedding (NaN in JSON)');
+      assertError(t, await upsert('raw4', { vectors: [fresh, { id: 'str', embedding: ['1', 0, 0, 1], text: 'x' }] }), 400, /embedding/, 'a string in the embedding');
+      await unchanged('non-numbers');
+      assertError(t, await upsert('raw4', { vectors: [fresh, { ...fresh, text: 'other kiwi' }] }), 400, /fresh/, 'duplicate ids in one request');
+      await unchanged('duplicate ids');
+      assertError(t, await upsert('raw4', { vectors: [] }), 400, /vectors/, 'no vectors');
+      assertError(t, await upsert('raw4', {}), 400, /vectors/, 'no vectors field');
+      assertError(t, await upsert('raw4', { vectors: [{ id: 'x', text: 'no embedding' }] }), 400, /embedding/, 'missing embedding');
+      assertError(t, await upsert('raw4', { vectors: [{ ...fresh, id: '' }] }), 400, /id/, 'empty id');
+      assertError(t, await upsert('raw4', { vectors: [{ ...fresh, metadata: ['a'] }] }), 400, /metadata/, 'metadata an array');
+      assertError(t, await upsert('raw4', { vectors: [{ ...fresh, colour: 'green' }] }), 400, /colour/, 'unknown field');
+      await unchanged('schema errors');
+      assertError(t, await upsert('missing-collection', { vectors: [fresh] }), 404, /missing-collection/, 'unknown collection');
+    });
+
+    await t.test('tenant_field: the tenant is required in metadata and separates queries', async (t) => {
+      await createCollection({ name: 'raw-tenant', dimension: 4, tenant_field: 'ns' });
+      assertError(t, await upsert('raw-tenant', { vectors: [{ id: 'a1', embedding: SAME, text: 'tenant apple' }] }), 400, /\bns\b/, 'no metadata');
+      assertError(t, await upsert('raw-tenant', { vectors: [{ id: 'a1', embedding: SAME, text: 'tenant apple', metadata: { other: 'x' } }] }), 400, /\bns\b/, 'no tenant');
+      assertError(t, await upsert('raw-tenant', {
+        vectors: [{ id: 'a1', embedding: SAME, text: 'tenant apple', metadata: { ns: 'a' } }, { id: 'b1', embedding: SAME, text: 'tenant apple', metadata: {} }],
+      }), 400, /vectors\[1\].*\bns\b/, 'second item without tenant');
+      t.match(await stats('raw-tenant'), { raw_vectors: 0, vectors: 0 }, 'nothing written');
+      const ok = await upsert('raw-tenant', {
+        vectors: [
+          { id: 'a1', embedding: SAME, text: 'tenant apple', metadata: { ns: 'a' } },
+          { id: 'a2', embedding: NEAR, text: 'tenant pear', metadata: { ns: 'a' } },
+          { id: 'b1', embedding: SAME, text: 'tenant apple', metadata: { ns: 'b' } },
+        ],
+      });
+      t.same(ok.json(), { upserted: 3 });
+      const missing = await app.inject({ method: 'POST', url: '/v1/collections/raw-tenant/query', headers: admin, payload: { query: QUERY } });
+      assertError(t, missing, 400, /\bns\b/, 'query without the tenant');
+      for (const mode of ['semantic', 'keyword', 'hybrid']) {
+        const text = mode === 'semantic' ? QUERY : 'tenant apple pear';
+        t.same([...idsOf(await query('raw-tenant', { query: text, search_mode: mode, filters: { ns: 'a' } }))].sort(), ['a1', 'a2'], `${mode}: tenant a sees its own`);
+        t.same(idsOf(await query('raw-tenant', { query: text, search_mode: mode, filters: { ns: 'b' } })), ['b1'], `${mode}: tenant b sees its own`);
+      }
+    });
+
+    await t.test('delete: 200 {deleted} counting existing ids; gone from every mode', async (t) => {
+      const before = await stats('raw4');
+      const response = await remove('raw4', { ids: ['same', 'missing', 'also-missing'] });
+      t.equal(response.statusCode, 200, response.body);
+      t.same(response.json(), { deleted: 1 });
+      t.match(await stats('raw4'), { raw_vectors: before.raw_vectors - 1, vectors: before.vectors - 1, chunks: before.chunks - 1 });
+      t.same(idsOf(await query('raw4', { query: QUERY, search_mode: 'semantic', min_score: -1 })), ['near', 'far'], 'semantic');
+      t.same(idsOf(await query('raw4', { query: 'crimson orchard fruit', search_mode: 'keyword' })), [], 'keyword');
+      t.notOk(idsOf(await query('raw4', { query: 'crimson orchard fruit', search_mode: 'hybrid', min_score: -1 })).includes('same'), 'hybrid');
+      const cached = await app.inject({ method: 'POST', url: '/v1/collections/raw4/query', headers: admin, payload: { query: QUERY, search_mode: 'semantic' } });
+      t.notOk(cached.json().results.some((result: any) => result.id === 'same'), 'a cached answer does not bring it back');
+      t.same((await remove('raw4', { ids: ['same'] })).json(), { deleted: 0 }, 'deleting again counts nothing');
+      t.same((await remove('raw4', { ids: ['near', 'near'] })).json(), { deleted: 1 }, 'a repeated id counts once');
+      t.same(idsOf(await query('raw4', { query: QUERY, search_mode: 'semantic', min_score: -1 })), ['far']);
+      assertError(t, await remove('raw4', { ids: [] }), 400, /ids/, 'no ids');
+      assertError(t, await remove('raw4', {}), 400, /ids/, 'no ids field');
+      assertError(t, await remove('raw4', { ids: [''] }), 400, undefined, 'empty id');
+      assertError(t, await remove('missing-collection', { ids: ['x'] }), 404, undefined, 'unknown collection');
+    });
+
+    await t.test('document chunks are not raw vectors', async (t) => {
+      const body = multipartUpload([{ filename: 'notes.txt', content: 'Quartz crystals grow in geodes.', contentType: 'text/plain' }]);
+      const uploaded = await app.inject({ method: 'POST', url: '/v1/collections/raw4/documents', headers: { ...admin, ...body.headers }, payload: body.payload });
+      t.equal(uploaded.statusCode, 202);
+      const documentId = uploaded.json().id;
+      const [document] = (await waitForIngestion(app, 'raw4', admin)).filter((d) => d.id === documentId);
+      t.equal(document?.status, 'ready', 'a 4-dimensional collection ingests documents with the local model');
+      const chunks = (await app.inject({ url: `/v1/collections/raw4/documents/${documentId}/chunks`, headers: admin })).json();
+      t.equal(chunks.total, 1);
+      const chunkId = chunks.data[0].id;
+      t.same((await remove('raw4', { ids: [chunkId] })).json(), { deleted: 0 }, 'vector delete does not remove a document chunk');
+      const keyword = await query('raw4', { query: 'quartz geodes', search_mode: 'keyword' });
+      t.same(keyword.results.map((result) => [result.id, result.document_id]), [[chunkId, documentId]], 'the chunk is still searchable');
+      const hijack = await upsert('raw4', { vectors: [{ id: chunkId, embedding: SAME, text: 'hijacked text', metadata: {} }] });
+      assertError(t, hijack, 409, new RegExp(chunkId), 'upserting over a document chunk id');
+      const after = (await app.inject({ url: `/v1/collections/raw4/documents/${documentId}/chunks`, headers: admin })).json();
+      t.equal(after.total, 1, "the document keeps its chunk");
+      t.equal(after.data[0]?.text, 'Quartz crystals grow in geodes.', 'a raw upsert does not overwrite a document chunk');
+      t.same(idsOf(await query('raw4', { query: 'quartz geodes', search_mode: 'keyword' })), [chunkId], 'the document chunk stays searchable by its text');
+    });
+
+    await t.test('ids, text and metadata with semicolons', async (t) => {
+      await createCollection({ name: 'raw-semicolons', dimension: 4 });
+      const response = await upsert('raw-semicolons', {
+        vectors: [
+          { id: 'plain', embedding: NEAR, text: 'ordinary sentence', metadata: {} },
+          { id: 'semi;colon', embedding: SAME, text: 'first clause; second clause', metadata: { note: 'a;b' } },
+        ],
+      });
+      t.equal(response.statusCode, 200, response.body.slice(0, 300));
+      t.same(response.json(), { upserted: 2 });
+      t.match(await stats('raw-semicolons'), { raw_vectors: 2, vectors: 2 });
+      for (const mode of ['semantic', 'keyword', 'hybrid']) {
+        // Semantic: the query text is embedded locally, so ask with QUERY, which SAME points at.
+        const text = mode === 'semantic' ? `${QUERY};` : 'second clause; first';
+        const answer = await app.inject({ method: 'POST', url: '/v1/collections/raw-semicolons/query', headers: admin, payload: { query: text, search_mode: mode } });
+        t.equal(answer.statusCode, 200, `${mode}: ${answer.body.slice(0, 200)}`);
+        if (answer.statusCode === 200) t.ok(idsOf(answer.json()).includes('semi;colon'), `${mode} finds it`);
+      }
+      const removed = await remove('raw-semicolons', { ids: ['semi;colon'] });
+      t.equal(removed.statusCode, 200);
+      t.same(removed.json(), { deleted: 1 });
+      t.match(await stats('raw-semicolons'), { raw_vectors: 1, vectors: 1 });
+    });
+
+    await t.test('scopes and pins: vector:write and vector:delete are separate', async (t) => {
+      const writer = bearer((await createApiKey(app, cookie, { name: 'writer', scopes: ['vector:write'] })).key);
+      const deleter = bearer((await createApiKey(app, cookie, { name: 'deleter', scopes: ['vector:delete'] })).key);
+      const collectionWriter = bearer((await createApiKey(app, cookie, { name: 'collection writer', scopes: ['collection:write', 'collection:delete'] })).key);
+      const vector = { id: 'scoped', embedding: NEAR, text: 'scoped lemon', metadata: {} };
+      const written = await upsert('raw4', { vectors: [vector] }, writer);
+      t.equal(written.statusCode, 200, written.body);
+      t.same(written.json(), { upserted: 1 });
+      assertError(t, await remove('raw4', { ids: ['scoped'] }, writer), 403, 'API key missing required scope: vector:delete', 'writer deletes');
+      assertError(t, await upsert('raw4', { vectors: [vector] }, deleter), 403, 'API key missing required scope: vector:write', 'deleter upserts');
+      assertError(t, await upsert('raw4', { vectors: [vector] }, collectionWriter), 403, 'API key missing required scope: vector:write', 'collection:write does not grant vector upsert');
+      assertError(t, await remove('raw4', { ids: ['scoped'] }, collectionWriter), 403, 'API key missing required scope: vector:delete', 'collection:delete does not grant vector delete');
+      t.same(idsOf(await query('raw4', { query: 'scoped lemon', search_mode: 'keyword' })), ['scoped'], 'still there after the refusals');
+      const deleted = await remove('raw4', { ids: ['scoped'] }, deleter);
+      t.equal(deleted.statusCode, 200);
+      t.same(deleted.json(), { deleted: 1 });
+      const pinned = bearer((await createApiKey(app, cookie, { name: 'pinned', collection: 'raw384' })).key);
+      assertError(t, await upsert('raw4', { vectors: [vector] }, pinned), 403, 'API key is pinned to collection raw384', 'pinned key, other collection');
+      assertError(t, await remove('raw4', { ids: ['far'] }, pinned), 403, 'API key is pinned to collection raw384', 'pinned key deletes elsewhere');
+      t.same((await upsert('raw384', { vectors: [{ ...vector, embedding: Array.from(hashedTextVector('scoped lemon', 384)) }] }, pinned)).json(), { upserted: 1 }, 'pinned key in its collection');
+      assertError(t, await app.inject({ method: 'POST', url: '/v1/collections/raw4/vectors/upsert', payload: { vectors: [vector] } }), 401, undefined, 'no credentials');
+    });
+  });
+}
