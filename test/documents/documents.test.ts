@@ -3,28 +3,12 @@ import { existsSync, readdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import {
   bearer, buildTestApp, createApiKey, multipartUpload, setupAdmin, testBackends, waitForIngestion, type TestApp,
 } from '../support/test-app.js';
+import { assertError } from '../support/assertions.js';
 
-interface Answer { statusCode: number; body: string; json(): any }
-
-/** api-contract 1: a 4xx answers `{detail: string}`; `detail` optionally checked against a pattern. */
-function assertError(t: Test, response: Answer, status: number, detail?: RegExp | string, what = '') {
-  t.equal(response.statusCode, status, `${what} status ${status} (got ${response.statusCode}: ${response.body.slice(0, 300)})`);
-  let body: any;
-  try {
-    body = response.json();
-  } catch {
-    t.fail(`${what} body is not JSON: ${response.body.slice(0, 200)}`);
-    return;
-  }
-  t.type(body.detail, 'string', `${what} detail is a string`);
-  t.ok(String(body.detail).length > 0, `${what} detail is not empty`);
-  if (typeof detail === 'string') t.equal(body.detail, detail, `${what} detail text`);
-  else if (detail) t.match(body.detail, detail, `${what} detail names the problem`);
-}
 
 /** Like `multipartUpload`, but the fields come after the file, so the file is stored before they are read. */
 function multipartFileFirst(file: { filename: string; content: string | Buffer; contentType?: string }, fields: Record<string, string>) {

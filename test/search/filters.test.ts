@@ -1,6 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { scratchDatabaseUrl } from '../support/test-app.js';
 import { openDatabase } from '../../src/db/database.js';
 import { createSqlRunner } from '../../src/db/sql-runner.js';

@@ -3,8 +3,7 @@
  * PostgreSQL too when TEST_DATABASE_URL is set. Scores are checked against the in-memory
  * reference index of src/search/bm25.ts, built from the same chunks of the same partition.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import pg from 'pg';
+import { randomUUID } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { scratchDatabaseUrl } from '../support/test-app.js';
 import { openDatabase } from '../../src/db/database.js';
