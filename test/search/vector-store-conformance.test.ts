@@ -3,8 +3,7 @@
  * configured by default, and with thresholds that force its HNSW + post-filter path on small data),
  * and pgvector on PGlite, plus pgvector and embedded on PostgreSQL when TEST_DATABASE_URL is set.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import pg from 'pg';
+import { randomUUID } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { embeddedVectorStorePlugin } from '../../plugins/vector-store/embedded/index.js';
 import { pgvectorStorePlugin } from '../../plugins/vector-store/pgvector/index.js';
@@ -13,8 +12,7 @@ import { createSqlRunner } from '../../src/db/sql-runner.js';
 import type { MetadataFilter, PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorStore } from '../../src/plugins.js';
 import { matchesFilter } from '../../src/search/filters/match-filter.js';
 import { parseFilter } from '../../src/search/filters/parse-filter.js';
-
-type Backend = 'pglite' | 'postgresql';
+import { createScratchDatabase, type Backend } from '../support/test-app.js';
 
 interface Implementation {
   name: string;
@@ -32,7 +30,7 @@ const implementations: Implementation[] = [
     backend: 'pglite',
     plugin: embeddedVectorStorePlugin,
     // Every search, filtered or not, goes through the graph with post-filtering.
-    config: { exactSearchBelow: 1, exactScanMaxRows: 1, exactScanMaxFraction: 0.000001, selectivitySampleSize: 50 },
+    config: { exactSearchBelow: 1, exactTenantScanMaxRows: 1, exactScanMaxFraction: 0.000001, selectivitySampleSize: 50 },
     approximate: true,
   },
   { name: 'pgvector on PGlite', backend: 'pglite', plugin: pgvectorStorePlugin, config: {}, approximate: true },
@@ -53,31 +51,14 @@ interface TestDatabase {
 }
 
 async function openTestDatabase(backend: Backend): Promise<TestDatabase> {
-  if (backend === 'pglite') {
-    const db = await openDatabase({});
-    return { db, sql: createSqlRunner(db), close: () => db.close() };
-  }
-  const baseUrl = process.env.TEST_DATABASE_URL!;
-  const name = `rs_test_${randomBytes(6).toString('hex')}`;
-  const runAdmin = async (statement: string): Promise<void> => {
-    const admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    try {
-      await admin.query(statement);
-    } finally {
-      await admin.end();
-    }
-  };
-  await runAdmin(`create database ${name}`);
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  const db = await openDatabase({ databaseUrl: url.toString() });
+  const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
+  const db = await openDatabase({ databaseUrl: scratch?.url });
   return {
     db,
     sql: createSqlRunner(db),
     async close() {
       await db.close();
-      await runAdmin(`drop database if exists ${name} with (force)`);
+      await scratch?.drop();
     },
   };
 }
@@ -325,6 +306,16 @@ for (const implementation of implementations) {
       t.same(hooliRecent.map((hit) => hit.key), [smallTenant[0].key]);
       t.ok(matchesFilter(filterOf({ year: { $gte: 2020 } }), smallTenant[0].metadata), 'the fixture agrees with matchesFilter');
       mixedRecords.push(...smallTenant);
+
+      // A key re-upserted under another tenant leaves the first one (the chunk row moves too).
+      const moved = mixedRecords.find((record) => record.tenant === 'acme')!;
+      moved.tenant = 'initech';
+      await database.sql('update chunks set tenant = ? where key = ?', [moved.tenant, moved.key]);
+      await store.upsert([moved]);
+      const acme = await store.search({ collectionId: mixed, embedding: moved.embedding, topK: 10, tenant: 'acme' });
+      t.notOk(acme.some((hit) => hit.key === moved.key), 'gone from its former tenant');
+      const initech = await store.search({ collectionId: mixed, embedding: moved.embedding, topK: 10, tenant: 'initech' });
+      t.equal(initech[0]?.key, moved.key, 'found in its new tenant');
     });
 
     t.test('unrestricted search over random vectors matches exact search', async (t) => {

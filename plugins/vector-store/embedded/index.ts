@@ -3,15 +3,17 @@
  * HNSW index per collection, with every vector also written to `embedded_vectors` in the same call.
  * The table is the source of truth: a crash loses nothing, and `ensureCollection` after a restart
  * rebuilds the index from it. Why not pgvector there: HNSW maintenance in PGlite costs ~7 ms a row
- * (~130 rows/s), usearch inserts ~19,000 vectors/s (/work/shared/STACK.md).
+ * (~130-200 rows/s); this store inserts ~3,600 vectors/s with persistence on a loaded 2-core
+ * machine (bench/results/vector-stores.json).
  *
- * Memory: 4 bytes x dimension per vector in the exact-scan matrix plus about the same again in the
- * HNSW graph (vectors + 16-32 neighbour links): ~3.3 kB a 384-dim vector, ~330 MB per million.
+ * Memory per 384-dim vector: 1.5 kB of f32 row (exact scans, scores), 0.8 kB of f16 copy in the
+ * HNSW graph and ~0.3 kB of its links: ~2.6 kB, ~260 MB per million vectors.
  */
 import { ConflictError, ServiceUnavailableError, UnprocessableError } from '../../../src/errors.js';
 import type { PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorSearchRequest, VectorStore } from '../../../src/plugins.js';
-import { CollectionVectors, defaultAnnSettings, normalised, type AnnSettings, type StoredVector } from './collection-vectors.js';
+import { CollectionVectors, defaultAnnSettings, type AnnSettings, type StoredVector } from './collection-vectors.js';
 import { defaultSearchThresholds, searchCollectionVectors, type SearchThresholds } from './filtered-search.js';
+import { normalised } from './row-block.js';
 import { decodeEmbeddingInto, EmbeddedVectorTable } from './vector-table.js';
 
 export interface EmbeddedVectorStoreOptions {
@@ -26,6 +28,8 @@ export interface EmbeddedVectorStoreOptions {
 const persistBatchRows = 1_000;
 /** Rows per page when rebuilding: ~10 MB of base64 per 384-dim page. */
 const loadPageRows = 5_000;
+/** Rows per graph insert when rebuilding: ~0.1-0.3 s of blocked event loop at 3,000-10,000 rows/s. */
+const rebuildAddRows = 1_000;
 
 export class EmbeddedVectorStore implements VectorStore {
   readonly name = 'embedded';
@@ -142,7 +146,11 @@ export class EmbeddedVectorStore implements VectorStore {
         const chunk = attributes.get(key);
         return { key, embedding, metadata: chunk?.metadata ?? {}, tenant: chunk?.tenant ?? null };
       });
-      vectors.upsert(batch);
+      for (let start = 0; start < batch.length; start += rebuildAddRows) {
+        vectors.upsert(batch.slice(start, start + rebuildAddRows));
+        // Graph inserts run on this thread: yield so requests keep being served during a rebuild.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
     return vectors;
   }
@@ -202,7 +210,9 @@ function optionsFromConfig(config: Record<string, unknown>): EmbeddedVectorStore
     thresholds: pick<SearchThresholds>([
       ['exactSearchBelow', read('exactSearchBelow')],
       ['exactScanMaxFraction', read('exactScanMaxFraction')],
-      ['exactScanMaxRows', read('exactScanMaxRows')],
+      ['exactTenantScanMaxRows', read('exactTenantScanMaxRows')],
+      ['selectivitySampleSize', read('selectivitySampleSize')],
+      ['oversampling', read('oversampling')],
     ]),
   };
 }

@@ -10,7 +10,7 @@ export class TopKHits {
   private readonly scores: Float64Array;
   private length = 0;
 
-  constructor(private readonly capacity: number) {
+  constructor(readonly capacity: number) {
     this.keys = new Float64Array(Math.max(capacity, 0));
     this.scores = new Float64Array(Math.max(capacity, 0));
   }
