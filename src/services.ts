@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiKeyUsageTracker } from './auth/api-key-usage-tracker.js';
 import { ApiKeyService } from './auth/api-keys.service.js';
+import { CollectionDirectory } from './collections/collection-directory.js';
 import type { CollectionDependencies } from './collections/collections.service.js';
 import type { Config } from './config.js';
 import { SecretBox } from './crypto/secret-box.js';
@@ -45,6 +46,8 @@ export interface AppServices {
   jobs: JobQueue;
   ingestion: IngestionWorker;
   queryRuntime: QueryRuntime;
+  /** Collections by name, cached briefly (see collection-directory.ts). */
+  collections: CollectionDirectory;
   collectionDependencies: CollectionDependencies;
   /** Starts background work (ingestion workers); the app serves without it in tests that want control. */
   start(): Promise<void>;
@@ -76,6 +79,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     keywordIndex: config.keywordIndex === 'memory' ? createMemoryKeywordIndex(sql) : createSqlKeywordIndex(sql),
   };
   const embeddings = new EmbeddingModels(plugins, secrets);
+  const collections = new CollectionDirectory(db.fork);
   const loadCollection = async (collectionId: string): Promise<CollectionRecord | null> => db.fork().findOne(Collection, { id: collectionId });
 
   const jobs = new JobQueue(sql, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
@@ -87,6 +91,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       if (collection) await prepareCollectionIndexes(indexes, collection);
       return collection;
     },
+    recordWrite: (collectionId) => collections.recordWrite(sql, collectionId),
   };
   const ingestion = new IngestionWorker(jobs, ingestionRuntime, sql, logger, config.workerConcurrency);
 
@@ -101,7 +106,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   };
 
   const collectionDependencies: CollectionDependencies = {
-    secrets, settings,
+    directory: collections, secrets, settings,
     isProviderAvailable: (provider) => plugins.has('embedding', provider),
     defaultModel: (provider) => (provider === 'local' ? 'local-hash-384' : ''),
     defaultDimension: (provider) => (provider === 'local' ? 384 : undefined),
@@ -112,7 +117,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
 
   return {
     config, db, sql, secrets, settings, apiKeys, apiKeyUsage, plugins, parsers, files, indexes, embeddings, jobs, ingestion,
-    queryRuntime, collectionDependencies,
+    queryRuntime, collections, collectionDependencies,
     async start() {
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });

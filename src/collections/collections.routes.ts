@@ -31,7 +31,7 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
   });
 
   app.get('/v1/collections/:name', { config: scope('collection:read'), schema: { tags, params: NameParams } }, async (request) =>
-    serializeCollection(await findCollection(db.fork(), requireActor(request), request.params.name)));
+    serializeCollection(await findCollection(services.collections, requireActor(request), request.params.name)));
 
   app.patch('/v1/collections/:name', {
     config: scope('collection:write'),
@@ -49,20 +49,20 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
   app.post('/v1/collections/:name/truncate', { config: scope('collection:delete'), schema: { tags, summary: 'Delete every document and vector, keep the collection', params: NameParams } }, async (request) => {
     const em = db.fork();
     const actor = requireActor(request);
-    const collection = await findCollection(em, actor, request.params.name);
-    const deleted = await truncateCollection({ sql: services.sql, files: services.files, indexes: services.indexes }, collection);
+    const collection = await findCollection(services.collections, actor, request.params.name);
+    const deleted = await truncateCollection({ sql: services.sql, files: services.files, indexes: services.indexes, directory: services.collections }, collection);
     recordAudit(em, actor, { action: 'collection.truncate', resourceType: 'collection', resourceId: collection.id, details: { deleted_documents: deleted } });
     await em.flush();
     return { deleted_documents: deleted };
   });
 
   app.get('/v1/collections/:name/stats', { config: scope('collection:read'), schema: { tags, params: NameParams } }, async (request) => {
-    const collection = await findCollection(db.fork(), requireActor(request), request.params.name);
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     return collectionStats(services.sql, services.indexes.vectorStore, collection);
   });
 
   app.get('/v1/collections/:name/analytics', { config: scope('collection:read'), schema: { tags, params: NameParams, querystring: WindowQuery } }, async (request) => {
-    const collection = await findCollection(db.fork(), requireActor(request), request.params.name);
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     await services.queryRuntime.events.flush();
     return collectionAnalytics(services.sql, collection, request.query.window_days);
   });

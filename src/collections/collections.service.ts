@@ -7,6 +7,7 @@ import type { SecretBox } from '../crypto/secret-box.js';
 import { Collection, type CollectionRecord } from '../db/entities/index.js';
 import { BadRequestError, ConflictError, NotFoundError, PinnedKeyError } from '../errors.js';
 import type { SettingsService } from '../settings/settings.service.js';
+import type { CollectionDirectory } from './collection-directory.js';
 import { CollectionCreateBody, UPDATABLE_FIELDS, type CollectionCreateInput, type CollectionUpdateInput } from './collection-input.js';
 
 export interface CollectionContext {
@@ -15,6 +16,7 @@ export interface CollectionContext {
 }
 
 export interface CollectionDependencies {
+  directory: CollectionDirectory;
   secrets: SecretBox;
   settings: SettingsService;
   /** Embedding dimension a provider/model produces when the caller does not say (local: 384). */
@@ -39,7 +41,16 @@ function assertValidJsonSchema(schema: Record<string, unknown> | null | undefine
   }
 }
 
-export async function findCollection(em: EntityManager, actor: Actor, name: string): Promise<CollectionRecord> {
+/** A collection the caller may use, for reading: the record may be shared, never modify it. */
+export async function findCollection(directory: CollectionDirectory, actor: Actor, name: string): Promise<CollectionRecord> {
+  assertCollectionAccess(actor, name);
+  const collection = await directory.find(name);
+  if (!collection) throw new NotFoundError(`Collection ${name} not found`);
+  return collection;
+}
+
+/** The collection as an entity of `em`, for changing it. */
+async function loadCollectionForUpdate(em: EntityManager, actor: Actor, name: string): Promise<CollectionRecord> {
   assertCollectionAccess(actor, name);
   const collection = await em.findOne(Collection, { name });
   if (!collection) throw new NotFoundError(`Collection ${name} not found`);
@@ -126,7 +137,7 @@ export function assertUpdatableFields(body: Record<string, unknown>): Collection
 
 export async function updateCollection(context: CollectionContext, deps: CollectionDependencies, name: string, input: CollectionUpdateInput): Promise<CollectionRecord> {
   const { em, actor } = context;
-  const collection = await findCollection(em, actor, name);
+  const collection = await loadCollectionForUpdate(em, actor, name);
   assertValidJsonSchema(input.metadata_schema);
   if (input.description !== undefined) collection.description = input.description;
   if (input.metadata !== undefined) collection.metadata = input.metadata;
@@ -147,13 +158,15 @@ export async function updateCollection(context: CollectionContext, deps: Collect
   collection.writeVersion += 1;
   recordAudit(em, actor, { action: 'collection.update', resourceType: 'collection', resourceId: collection.id, details: { fields: Object.keys(input) } });
   await em.flush();
+  deps.directory.forget(collection.id);
   return collection;
 }
 
 export async function deleteCollection(context: CollectionContext, deps: CollectionDependencies, name: string): Promise<void> {
   const { em, actor } = context;
-  const collection = await findCollection(em, actor, name);
+  const collection = await loadCollectionForUpdate(em, actor, name);
   await em.nativeDelete(Collection, { id: collection.id });
+  deps.directory.forget(collection.id);
   recordAudit(em, actor, { action: 'collection.delete', resourceType: 'collection', resourceId: collection.id, details: { name } });
   await em.flush();
   await deps.dropIndexes(collection);

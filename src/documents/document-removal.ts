@@ -1,4 +1,5 @@
 import type { CollectionRecord } from '../db/entities/index.js';
+import type { CollectionDirectory } from '../collections/collection-directory.js';
 import type { SqlRunner } from '../plugins.js';
 import { dropCollectionIndexes, prepareCollectionIndexes, removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
 import type { FileStore } from '../storage/file-store.js';
@@ -8,6 +9,7 @@ export interface RemovalRuntime {
   sql: SqlRunner;
   files: FileStore;
   indexes: SearchIndexes;
+  directory: CollectionDirectory;
 }
 
 /** Deletes a document with its chunks, elements, index entries and original file. */
@@ -16,7 +18,7 @@ export async function removeDocument(runtime: RemovalRuntime, collection: Collec
   await removeFromIndexes(runtime.indexes, collection.id, keys);
   // Chunks and elements go with the row (foreign keys cascade).
   await runtime.sql('delete from documents where id = ?', [documentId]);
-  await runtime.sql('update collections set write_version = write_version + 1 where id = ?', [collection.id]);
+  await runtime.directory.recordWrite(runtime.sql, collection.id);
   if (storageKey) await runtime.files.remove(storageKey);
 }
 
@@ -25,7 +27,7 @@ export async function truncateCollection(runtime: RemovalRuntime, collection: Co
   await dropCollectionIndexes(runtime.indexes, collection);
   const deleted = await runtime.sql<{ id: string }>('delete from documents where collection_id = ? returning id', [collection.id]);
   await runtime.sql('delete from chunks where collection_id = ?', [collection.id]);
-  await runtime.sql('update collections set write_version = write_version + 1, updated_at = now() where id = ?', [collection.id]);
+  await runtime.directory.recordWrite(runtime.sql, collection.id);
   await runtime.files.remove(collection.id);
   await prepareCollectionIndexes(runtime.indexes, collection);
   return deleted.length;

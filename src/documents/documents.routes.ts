@@ -74,8 +74,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     config: scope('document:upload'),
     schema: { tags, summary: 'Upload one file (multipart `file`, optional `metadata` JSON string); 202 with the pending document', params: NameParams, consumes: ['multipart/form-data'] },
   }, async (request, reply) => {
-    const em = db.fork();
-    const collection = await findCollection(em, requireActor(request), request.params.name);
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const { file, metadataField } = await receiveSingleUpload(request, collection.id);
     if (!file) throw new BadRequestError('No file in the upload: send it in a multipart part named "file"');
     try {
@@ -90,7 +89,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
 
   app.get('/v1/collections/:name/documents', { config: scope('document:read'), schema: { tags, params: NameParams, querystring: ListQuery } }, async (request) => {
     const em = db.fork();
-    const collection = await findCollection(em, requireActor(request), request.params.name);
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const query = { ...request.query, sort: request.query.sort ?? 'created_at', order: request.query.order ?? 'desc' } as const;
     const { data, total } = await listDocuments(em, collection, query);
     return page(data.map((document) => serializeDocument(document, collection.name)), total, request.query);
@@ -98,21 +97,21 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
 
   app.get('/v1/collections/:name/documents/:id', { config: scope('document:read'), schema: { tags, params: DocumentParams } }, async (request) => {
     const em = db.fork();
-    const collection = await findCollection(em, requireActor(request), request.params.name);
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     return serializeDocument(await getDocument(em, collection, request.params.id), collection.name);
   });
 
   app.delete('/v1/collections/:name/documents/:id', { config: scope('document:delete'), schema: { tags, params: DocumentParams } }, async (request, reply) => {
     const em = db.fork();
-    const collection = await findCollection(em, requireActor(request), request.params.name);
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);
-    await removeDocument({ sql, files, indexes: services.indexes }, collection, document.id, document.storageKey ?? null);
+    await removeDocument({ sql, files, indexes: services.indexes, directory: services.collections }, collection, document.id, document.storageKey ?? null);
     return reply.code(204).send();
   });
 
   app.get('/v1/collections/:name/documents/:id/chunks', { config: scope('document:read'), schema: { tags, params: DocumentParams, querystring: PageQuery } }, async (request) => {
     const em = db.fork();
-    const collection = await findCollection(em, requireActor(request), request.params.name);
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);
     const rows = await sql<{ id: string; chunk_index: number; text: string; metadata: Record<string, unknown> }>(
       'select id, chunk_index, text, metadata from chunks where document_id = ? order by chunk_index limit ? offset ?',
@@ -124,7 +123,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
 
   app.get('/v1/collections/:name/documents/:id/elements', { config: scope('document:read'), schema: { tags, params: DocumentParams, querystring: PageQuery } }, async (request) => {
     const em = db.fork();
-    const collection = await findCollection(em, requireActor(request), request.params.name);
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);
     const rows = await sql<{ id: string; element_index: number; type: string; text: string; heading_path: string[]; page: number | null; metadata: Record<string, unknown> }>(
       'select id, element_index, type, text, heading_path, page, metadata from document_elements where document_id = ? order by element_index limit ? offset ?',

@@ -14,6 +14,8 @@ export interface IngestionRuntime {
   keywordIndex: KeywordIndex;
   embeddingModelFor(collection: CollectionRecord): EmbeddingModel;
   loadCollection(collectionId: string): Promise<CollectionRecord | null>;
+  /** Records that the collection's content changed (bumps its write version). */
+  recordWrite(collectionId: string): Promise<void>;
 }
 
 /** A failure that names the stage it happened in; `retryable` failures are worth another attempt. */
@@ -154,7 +156,7 @@ async function indexDocuments(runtime: IngestionRuntime, collection: CollectionR
      from jsonb_to_recordset(?::jsonb) as u(id uuid, chunk_count int, title text) where d.id = u.id`,
     [JSON.stringify(documents.map((document) => ({ id: document.row.id, chunk_count: document.chunks.length, title: document.title ?? null })))],
   );
-  await sql('update collections set write_version = write_version + 1 where id = ?', [collection.id]);
+  await runtime.recordWrite(collection.id);
 }
 
 /**

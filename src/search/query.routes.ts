@@ -10,14 +10,14 @@ import { BatchQueryBody, CollectionQueryBody, MultiCollectionQueryBody } from '.
 import { reciprocalRankFusion } from './reciprocal-rank-fusion.js';
 
 export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
-  const { db, queryRuntime } = services;
+  const { queryRuntime } = services;
   const tags = ['query'];
 
   app.post('/v1/collections/:name/query', {
     config: scope('query:read'),
     schema: { tags, summary: 'Query one collection (semantic, keyword or hybrid)', params: NameParams, body: CollectionQueryBody },
   }, async (request) => {
-    const collection = await findCollection(db.fork(), requireActor(request), request.params.name);
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     return queryCollection(queryRuntime, collection, request.body);
   });
 
@@ -27,10 +27,9 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   }, async (request) => {
     const started = performance.now();
     const actor = requireActor(request);
-    const em = db.fork();
     const { collections: names, ...options } = request.body;
     const unique = [...new Set(names)];
-    const collections = await Promise.all(unique.map((name) => findCollection(em, actor, name)));
+    const collections = await Promise.all(unique.map((name) => findCollection(services.collections, actor, name)));
     const responses: QueryResponse[] = [];
     for (const collection of collections) responses.push(await queryCollection(queryRuntime, collection, { ...options, query: request.body.query }));
     // Scores of different collections are not comparable (BM25 statistics differ), ranks are.
@@ -60,11 +59,10 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
     schema: { tags, summary: 'Several queries in one request; each item answers or carries its own error', body: BatchQueryBody },
   }, async (request) => {
     const actor = requireActor(request);
-    const em = db.fork();
     const results = [];
     for (const { collection: name, ...item } of request.body.queries) {
       try {
-        const collection = await findCollection(em, actor, name);
+        const collection = await findCollection(services.collections, actor, name);
         const response = await queryCollection(queryRuntime, collection, item);
         results.push({ collection: name, query: item.query, results: response.results, total: response.total, timings: response.timings });
       } catch (error) {

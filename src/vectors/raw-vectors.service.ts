@@ -3,6 +3,7 @@ import type { CollectionRecord } from '../db/entities/index.js';
 import { insertChunks } from '../documents/chunk-store.js';
 import { assertNoNulCharacters, checkMetadata } from '../documents/metadata-rules.js';
 import { BadRequestError, ConflictError } from '../errors.js';
+import type { CollectionDirectory } from '../collections/collection-directory.js';
 import type { SqlRunner } from '../plugins.js';
 import { removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
 
@@ -23,6 +24,7 @@ export const VectorDeleteBody = Type.Object({
 export interface RawVectorRuntime {
   sql: SqlRunner;
   indexes: SearchIndexes;
+  directory: CollectionDirectory;
 }
 
 /**
@@ -56,7 +58,7 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
   await runtime.indexes.vectorStore.upsert(prepared.map((vector, index) => ({
     key: keys[index]!, collectionId: collection.id, documentId: null, embedding: vector.embedding, metadata: vector.metadata, tenant: vector.tenant,
   })));
-  await runtime.sql('update collections set write_version = write_version + 1 where id = ?', [collection.id]);
+  await runtime.directory.recordWrite(runtime.sql, collection.id);
   return prepared.length;
 }
 
@@ -67,7 +69,7 @@ export async function deleteRawVectors(runtime: RawVectorRuntime, collection: Co
   await removeFromIndexes(runtime.indexes, collection.id, keys);
   if (keys.length > 0) {
     await runtime.sql('delete from chunks where key = any(?::bigint[])', [keys]);
-    await runtime.sql('update collections set write_version = write_version + 1 where id = ?', [collection.id]);
+    await runtime.directory.recordWrite(runtime.sql, collection.id);
   }
   return keys.length;
 }

@@ -7,14 +7,14 @@ import type { AppServices } from '../services.js';
 import { deleteRawVectors, upsertRawVectors, VectorDeleteBody, VectorUpsertBody } from './raw-vectors.service.js';
 
 export const vectorRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
-  const runtime = { sql: services.sql, indexes: services.indexes };
+  const runtime = { sql: services.sql, indexes: services.indexes, directory: services.collections };
   const tags = ['vectors'];
 
   app.post('/v1/collections/:name/vectors/upsert', {
     config: scope('vector:write'),
     schema: { tags, summary: 'Insert or replace raw vectors (custom embeddings) by id', params: NameParams, body: VectorUpsertBody },
   }, async (request) => {
-    const collection = await findCollection(services.db.fork(), requireActor(request), request.params.name);
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     return { upserted: await upsertRawVectors(runtime, collection, request.body) };
   });
 
@@ -22,7 +22,7 @@ export const vectorRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> 
     config: scope('vector:delete'),
     schema: { tags, summary: 'Delete raw vectors by id', params: NameParams, body: VectorDeleteBody },
   }, async (request) => {
-    const collection = await findCollection(services.db.fork(), requireActor(request), request.params.name);
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     return { deleted: await deleteRawVectors(runtime, collection, request.body.ids) };
   });
 };
