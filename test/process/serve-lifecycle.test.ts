@@ -22,8 +22,11 @@ async function freePort(): Promise<number> {
 
 async function startServer(dataDir: string, port: number): Promise<{ child: ChildProcess; output: () => string }> {
   let output = '';
+  // Run outside tap's coverage (package.json runs this folder with --disable-coverage): the child's
+  // tsx-transpiled sources would otherwise be merged into the suite's coverage of the same files.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', DATABASE_URL: '' },
+    env: { ...env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', DATABASE_URL: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
