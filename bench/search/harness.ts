@@ -211,7 +211,7 @@ export interface CpuUse {
 /** Measures CPU use between `begin` and `end`; `ownPids` are the benchmark's processes. */
 export class CpuMonitor {
   private startMachine = machineTicks();
-  private startOwn = 0;
+  private startOwn = new Map<number, number>();
   private startedAt = performance.now();
 
   constructor(private readonly ownPids: () => number[]) {
@@ -220,21 +220,22 @@ export class CpuMonitor {
 
   begin(): void {
     this.startMachine = machineTicks();
-    this.startOwn = this.ownPids().reduce((sum, pid) => sum + processTicks(pid), 0);
+    this.startOwn = new Map(this.ownPids().map((pid) => [pid, processTicks(pid)]));
     this.startedAt = performance.now();
   }
 
+  /** Own processes that ended meanwhile cannot be read any more: their share counts as foreign. */
   end(): CpuUse {
     const machine = machineTicks();
-    const own = this.ownPids().reduce((sum, pid) => sum + processTicks(pid), 0);
+    let ownDelta = 0;
+    for (const pid of this.ownPids()) ownDelta += Math.max(0, processTicks(pid) - (this.startOwn.get(pid) ?? 0));
     const cores = os.cpus().length;
     const totalDelta = Math.max(1, machine.total - this.startMachine.total);
     const busyDelta = machine.busy - this.startMachine.busy;
-    const ownDelta = own - this.startOwn;
     return {
       seconds: round((performance.now() - this.startedAt) / 1000),
-      foreign_cores: round(Math.max(0, ((busyDelta - ownDelta) / totalDelta) * cores)),
-      own_cores: round((ownDelta / totalDelta) * cores),
+      foreign_cores: round(Math.min(cores, Math.max(0, ((busyDelta - ownDelta) / totalDelta) * cores))),
+      own_cores: round(Math.min(cores, (ownDelta / totalDelta) * cores)),
     };
   }
 }

@@ -433,8 +433,8 @@ interface ScaleResult {
     concurrent: Record<Mode, ConcurrentRun>;
   };
   direct: Omit<DirectPhase, 'rows' | 'semanticIds'>;
-  lancedb: Omit<LanceResult, 'result_ids' | 'exact_ids'> & { agreement_with_service: Record<Mode, number> };
-  /** Share of the exact cosine top 10 that each ANN path returns (same 300 queries). */
+  lancedb: Omit<LanceResult, 'result_ids' | 'recall'> & { agreement_with_service: Record<Mode, number> };
+  /** Share of the exact cosine top 10 (ties counted) that each ANN path returns (same 300 queries). */
   semantic_recall_at_10: { service_semantic: number; direct_semantic: number; lancedb_semantic: number };
   overhead_vs_direct_service_runner: Record<Mode, number>;
   overhead_vs_direct_raw_driver: Record<Mode, number>;
@@ -517,11 +517,11 @@ try {
     const { rows, semanticIds: directSemanticIds, ...directResult } = direct;
     log(`  LanceDB: ${rows.keys.length} rows`);
     const lance = await measured(() => benchmarkLance(rows, model, queries, SEQUENTIAL, WARMUP));
-    const { result_ids: lanceIds, exact_ids: exactIds, ...lanceResult } = lance;
+    const { result_ids: lanceIds, recall: recallOf, ...lanceResult } = lance;
     const recall = {
-      service_semantic: agreement(exactIds, sequential.semantic.result_ids),
-      direct_semantic: agreement(exactIds, directSemanticIds),
-      lancedb_semantic: agreement(exactIds, lanceIds.semantic),
+      service_semantic: recallOf(sequential.semantic.result_ids),
+      direct_semantic: recallOf(directSemanticIds),
+      lancedb_semantic: recallOf(lanceIds.semantic),
     };
     log(`  semantic recall@10 against exact cosine: ${JSON.stringify(recall)}`);
     log(`  LanceDB p50: semantic ${lance.semantic.p50}, keyword ${lance.keyword.p50}, hybrid ${lance.hybrid.p50}, hybrid depth 50 ${lance.hybrid_depth_50.p50} ms (index ${lance.vector_index_build_s} s + FTS ${lance.fts_index_build_s} s)`);
