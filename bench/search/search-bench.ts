@@ -440,6 +440,8 @@ interface ScaleResult {
   overhead_vs_direct_raw_driver: Record<Mode, number>;
 }
 
+// The tree as built for this run: others commit while it runs.
+const gitAtStart = gitState();
 if (databaseUrl) {
   log(`resetting PostgreSQL database ${new URL(databaseUrl).pathname.slice(1)}`);
   await resetPostgresDatabase(databaseUrl);
@@ -583,7 +585,7 @@ const summary = {
   date_started: startedAt.toISOString(),
   date_finished: new Date().toISOString(),
   machine: machineDescription(),
-  git: gitState(),
+  git: gitAtStart,
   settings: {
     chunk_size: CHUNK_SIZE, chunk_overlap: CHUNK_OVERLAP, top_k: 10, skip_cache: true,
     sequential_queries_per_mode: SEQUENTIAL, warmup_queries: WARMUP,
