@@ -62,6 +62,8 @@ export const ROUTE_TABLE: RouteRow[] = [
   { method: 'POST', url: '/v1/batch/query', access: { scope: 'query:read' }, payload: { queries: [{ collection: 'a', query: 'x' }] } },
   { method: 'POST', url: '/v1/collections/{name}/vectors/upsert', access: { scope: 'vector:write' }, payload: { vectors: [] } },
   { method: 'POST', url: '/v1/collections/{name}/vectors/delete', access: { scope: 'vector:delete' }, payload: { ids: [] } },
+  // Documents at scale: batches, upload sessions, files, reprocessing (issue 4).
+  // Providers: embedding presets, embedding cache, usage (issue 5).
 ];
 
 export const OPEN_ROUTES: Array<Pick<RouteRow, 'method' | 'url'>> = [

@@ -1,6 +1,8 @@
 import type { MigrationObject } from '@mikro-orm/core';
 import { Migration0001Accounts } from './0001-accounts.js';
 import { Migration0002Retrieval } from './0002-retrieval.js';
+import { Migration0003DocumentsFiles } from './0003-documents-files.js';
+import { Migration0004Providers } from './0004-providers.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -9,4 +11,6 @@ import { Migration0002Retrieval } from './0002-retrieval.js';
 export const migrations: MigrationObject[] = [
   { name: '0001-accounts', class: Migration0001Accounts },
   { name: '0002-retrieval', class: Migration0002Retrieval },
+  { name: '0003-documents-files', class: Migration0003DocumentsFiles },
+  { name: '0004-providers', class: Migration0004Providers },
 ];
