@@ -41,6 +41,8 @@ export interface DocumentElement {
   level?: number;
   page?: number;
   metadata?: Record<string, unknown>;
+  /** The picture of an `image` element; its `text` holds the alt text or caption, if any. */
+  image?: { data: Buffer; contentType: string };
 }
 
 export interface ParsedDocument {

@@ -3,6 +3,7 @@ import { Migration0001Accounts } from './0001-accounts.js';
 import { Migration0002Retrieval } from './0002-retrieval.js';
 import { Migration0003DocumentsFiles } from './0003-documents-files.js';
 import { Migration0004Providers } from './0004-providers.js';
+import { Migration0005SearchSpeed } from './0005-search-speed.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -13,4 +14,5 @@ export const migrations: MigrationObject[] = [
   { name: '0002-retrieval', class: Migration0002Retrieval },
   { name: '0003-documents-files', class: Migration0003DocumentsFiles },
   { name: '0004-providers', class: Migration0004Providers },
+  { name: '0005-search-speed', class: Migration0005SearchSpeed },
 ];
