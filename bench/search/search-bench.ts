@@ -24,6 +24,8 @@
  *   BENCH_SEQUENTIAL_QUERIES=300       queries per mode, one client (also direct and LanceDB)
  *   BENCH_CONCURRENT_SECONDS=10        seconds per mode with 16 clients
  *   BENCH_INGEST_DOCUMENTS=5000        documents in the timed ingestion
+ *   BENCH_UPLOAD_BATCH=1               files per upload request: 1 uses POST .../documents (16 in flight),
+ *                                      more uses POST .../documents/batch (4 in flight)
  *   BENCH_QUIET_BUDGET_S=900           before each timed phase, wait (at most 300 s, at most this in total) until
  *                                      other processes use < 0.3 cores: the machine is shared
  *   BENCH_CPU_PROF_DIR=/tmp/profiles   run every service process with --cpu-prof into this folder, and
@@ -69,6 +71,8 @@ const CONCURRENT_CLIENTS = 16;
 const CONCURRENT_SECONDS = Number(process.env.BENCH_CONCURRENT_SECONDS ?? 10);
 const INGEST_DOCUMENTS = Number(process.env.BENCH_INGEST_DOCUMENTS ?? 5000);
 const UPLOADS_IN_FLIGHT = 16;
+const UPLOAD_BATCH = Number(process.env.BENCH_UPLOAD_BATCH ?? 1);
+const BATCHES_IN_FLIGHT = 4;
 const PROFILE_DIR = process.env.BENCH_CPU_PROF_DIR || undefined;
 let quietBudgetSeconds = Number(process.env.BENCH_QUIET_BUDGET_S ?? 900);
 const OUT = process.env.BENCH_OUT ?? `bench/results/search-${database}.json`;
@@ -174,6 +178,18 @@ async function uploadDocument(baseUrl: string, key: string, index: number): Prom
   await response.arrayBuffer();
 }
 
+/** Documents [first, first + count) in one POST .../documents/batch; the batch's metadata names its first document. */
+async function uploadBatch(baseUrl: string, key: string, first: number, count: number): Promise<void> {
+  const form = new FormData();
+  form.append('metadata', JSON.stringify({ batch_first_doc: first }));
+  for (let index = first; index < first + count; index++) {
+    form.append('file', new Blob([documentText(index)], { type: 'text/plain' }), `doc-${String(index).padStart(6, '0')}.txt`);
+  }
+  const response = await fetch(`${baseUrl}/v1/collections/${COLLECTION}/documents/batch`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+  if (response.status !== 202) throw new Error(`batch from ${first}: ${response.status} ${await response.text()}`);
+  await response.arrayBuffer();
+}
+
 async function stats(client: JsonClient): Promise<Stats> {
   return (await client.request<Stats>('GET', `/v1/collections/${COLLECTION}/stats`)).body;
 }
@@ -200,9 +216,19 @@ async function ingest(client: JsonClient, baseUrl: string, key: string, count: n
   nextDocument = last;
   let cursor = first;
   const started = performance.now();
-  await Promise.all(Array.from({ length: UPLOADS_IN_FLIGHT }, async () => {
-    while (cursor < last) await uploadDocument(baseUrl, key, cursor++);
-  }));
+  if (UPLOAD_BATCH > 1) {
+    await Promise.all(Array.from({ length: BATCHES_IN_FLIGHT }, async () => {
+      while (cursor < last) {
+        const start = cursor;
+        cursor = Math.min(last, cursor + UPLOAD_BATCH);
+        await uploadBatch(baseUrl, key, start, cursor - start);
+      }
+    }));
+  } else {
+    await Promise.all(Array.from({ length: UPLOADS_IN_FLIGHT }, async () => {
+      while (cursor < last) await uploadDocument(baseUrl, key, cursor++);
+    }));
+  }
   const uploadSeconds = (performance.now() - started) / 1000;
   let polls = 0;
   let after: Stats;
@@ -463,7 +489,7 @@ try {
   await client.request('POST', '/v1/collections', { name: COLLECTION, chunk_size: CHUNK_SIZE, chunk_overlap: CHUNK_OVERLAP });
 
   const timedIngestion = async () => {
-    log(`timed ingestion: ${INGEST_DOCUMENTS} documents, ${UPLOADS_IN_FLIGHT} uploads in flight`);
+    log(`timed ingestion: ${INGEST_DOCUMENTS} documents, ${UPLOAD_BATCH > 1 ? `batches of ${UPLOAD_BATCH}, ${BATCHES_IN_FLIGHT}` : UPLOADS_IN_FLIGHT} uploads in flight`);
     ingestion = await measured(() => ingest(client, service!.baseUrl, key, INGEST_DOCUMENTS));
     log(`  ${ingestion.documents_per_s} documents/s, ${ingestion.chunks_per_s} chunks/s (${ingestion.chunks} chunks in ${ingestion.seconds} s; uploads done after ${ingestion.upload_seconds} s)`);
   };
@@ -590,7 +616,7 @@ const summary = {
     chunk_size: CHUNK_SIZE, chunk_overlap: CHUNK_OVERLAP, top_k: 10, skip_cache: true,
     sequential_queries_per_mode: SEQUENTIAL, warmup_queries: WARMUP,
     concurrent_clients: CONCURRENT_CLIENTS, concurrent_seconds_per_mode: CONCURRENT_SECONDS,
-    uploads_in_flight: UPLOADS_IN_FLIGHT, cpu_profiles: PROFILE_DIR ?? null,
+    uploads_in_flight: UPLOAD_BATCH > 1 ? BATCHES_IN_FLIGHT : UPLOADS_IN_FLIGHT, files_per_upload: UPLOAD_BATCH, cpu_profiles: PROFILE_DIR ?? null,
     note: 'latencies are client-observed milliseconds; direct = queryCollection() in this process over the stopped service\'s data (no HTTP, auth, collection lookup, or query-event writes)',
   },
   corpus: {

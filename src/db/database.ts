@@ -37,11 +37,20 @@ function commonOptions(): Partial<Options> {
   };
 }
 
+/**
+ * Session defaults of every connection for pgvector's HNSW scans (plugins/vector-store/pgvector):
+ * ef_search 100 (recall@10 0.94 against 0.92 at pgvector's default 40, STACK.md) and iterative
+ * scans, which keep walking the graph until enough rows pass a filter. Set once per connection,
+ * a search is one statement instead of a transaction that sets them locally (four round trips).
+ */
+export const vectorSearchSessionSettings = { 'hnsw.ef_search': '100', 'hnsw.iterative_scan': 'relaxed_order' } as const;
+
 async function openPglite(dataDir: string | undefined): Promise<PGlite> {
-  if (dataDir === undefined) return PGlite.create({ extensions: { vector } });
   // PGlite needs the parent of its data directory to exist.
-  await fs.mkdir(path.dirname(dataDir), { recursive: true });
-  return PGlite.create({ dataDir, extensions: { vector } });
+  if (dataDir !== undefined) await fs.mkdir(path.dirname(dataDir), { recursive: true });
+  const pglite = await PGlite.create({ ...(dataDir === undefined ? {} : { dataDir }), extensions: { vector } });
+  for (const [name, value] of Object.entries(vectorSearchSessionSettings)) await pglite.query('select set_config($1, $2, false)', [name, value]);
+  return pglite;
 }
 
 /**
@@ -68,6 +77,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       ...commonOptions(),
       clientUrl: options.databaseUrl,
       pool: { min: 0, max: 10 },
+      driverOptions: { connection: { options: Object.entries(vectorSearchSessionSettings).map(([name, value]) => `-c ${name}=${value}`).join(' ') } },
       debug: options.debug ?? false,
     });
   } else {

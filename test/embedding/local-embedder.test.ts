@@ -89,3 +89,16 @@ t.test('paraphrases and morphological variants score above unrelated texts', asy
   t.ok(cosine(analyse, analysis) > 0.35, `analyse/analysis ${cosine(analyse, analysis).toFixed(3)}`);
   t.ok(cosine(analyse, analysis) > cosine(analyse, bananas) + 0.3);
 });
+
+t.test('batches embedded on worker threads equal texts embedded in place', async (t) => {
+  const model = localEmbeddingPlugin.create({}, {});
+  const texts = Array.from({ length: 40 }, (_, n) => `Report ${n} on boundary layer transition, heat flux ${n * 7} and wing flutter.`);
+  const batch = await model.embed(texts, 'document');
+  t.equal(batch.vectors.length, texts.length);
+  const [concurrentA, concurrentB] = await Promise.all([model.embed(texts.slice(0, 20), 'document'), model.embed(texts.slice(20), 'document')]);
+  t.same([...concurrentA.vectors, ...concurrentB.vectors], batch.vectors, 'concurrent batches come back in their own order');
+  for (const index of [0, 17, 39]) {
+    const alone = await model.embed([texts[index]!], 'query');
+    t.same(alone.vectors[0], batch.vectors[index], `text ${index}: bit-identical to the in-place embedding`);
+  }
+});

@@ -4,6 +4,9 @@
  * and pgvector on PGlite, plus pgvector and embedded on PostgreSQL when TEST_DATABASE_URL is set.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import t, { type Test } from 'tap';
 import { embeddedVectorStorePlugin } from '../../plugins/vector-store/embedded/index.js';
 import { pgvectorStorePlugin } from '../../plugins/vector-store/pgvector/index.js';
@@ -143,10 +146,12 @@ const filterOf = (raw: unknown): MetadataFilter => parseFilter(raw)!;
 for (const implementation of implementations) {
   t.test(implementation.name, async (t) => {
     const database = await openTestDatabase(implementation.backend);
-    const openStore = (): VectorStore => implementation.plugin.create(implementation.config, { sql: database.sql });
+    const stateDirectory = await mkdtemp(path.join(os.tmpdir(), 'rs-vector-state-'));
+    const openStore = (): VectorStore => implementation.plugin.create(implementation.config, { sql: database.sql, stateDirectory });
     let store = openStore();
     t.teardown(async () => {
       await store.close();
+      await rm(stateDirectory, { recursive: true, force: true });
       await database.close();
     });
 
@@ -345,6 +350,9 @@ for (const implementation of implementations) {
       store = openStore();
       await Promise.all([store.ensureCollection(handMade, 4), store.ensureCollection(mixed, 16), store.ensureCollection(mixed, 16)]);
       t.same([await store.count(handMade), await store.count(mixed)], counts, 'counts');
+      const described = await store.describe(mixed);
+      t.equal(described.vectors, counts[1], 'describe counts the vectors');
+      if (described.memory_index) t.equal(described.memory_index.source, 'snapshot', 'an in-process index comes back from the graph saved on close');
       for (const [i, request] of searches.entries()) {
         const after = await store.search(request);
         // An HNSW graph rebuilt in another insertion order may differ at the margin; the exact paths may not.

@@ -4,10 +4,16 @@
  * hashed-text-vector.ts), so hosted models remain the choice for semantic search.
  */
 import type { EmbeddingConfig, EmbeddingModel, EmbeddingResult, PluginDefinition } from '../../../src/plugins.js';
+import { EmbeddingThreads } from './embedding-threads.js';
 import { hashedTextVector } from './hashed-text-vector.js';
 
 /** 384 matches common small sentence encoders (all-MiniLM-L6-v2), so switching keeps the column size. */
 export const defaultLocalEmbeddingDimension = 384;
+
+/** Batches at least this large go to a worker thread; smaller ones (queries) are embedded in place. */
+const threadedBatchMinimum = 8;
+/** Shared by every model instance: one set of threads per process. */
+const threads = new EmbeddingThreads();
 
 class LocalHashEmbeddingModel implements EmbeddingModel {
   readonly provider = 'local';
@@ -19,7 +25,11 @@ class LocalHashEmbeddingModel implements EmbeddingModel {
 
   /** Documents and queries share one space: the hashing is symmetric, `purpose` changes nothing. */
   async embed(texts: string[], _purpose: 'document' | 'query'): Promise<EmbeddingResult> {
-    const vectors = texts.map((text) => Array.from(hashedTextVector(text, this.dimension)));
+    if (texts.length < threadedBatchMinimum) {
+      return { vectors: texts.map((text) => Array.from(hashedTextVector(text, this.dimension))), tokens: 0 };
+    }
+    const matrix = await threads.embed(texts, this.dimension);
+    const vectors = texts.map((_, row) => Array.from(matrix.subarray(row * this.dimension, (row + 1) * this.dimension)));
     return { vectors, tokens: 0 };
   }
 }

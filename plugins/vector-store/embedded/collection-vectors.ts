@@ -3,6 +3,7 @@
  * tenant restriction scans only that tenant's rows, sequentially), the location of every key, and
  * a usearch HNSW graph over all rows for approximate search.
  */
+import { createHash } from 'node:crypto';
 import usearch, { type Index as UsearchIndex } from 'usearch';
 import type { VectorHit } from '../../../src/plugins.js';
 import { copyNormalised, RowBlock } from './row-block.js';
@@ -47,14 +48,19 @@ const parallelAddMinimumRows = 256;
 export class CollectionVectors {
   private readonly blockOfTenant = new Map<string | null, RowBlock>();
   private readonly locationOfKey = new Map<number, Location>();
-  private readonly annIndex: UsearchIndex;
+  private annIndex: UsearchIndex;
 
   constructor(
     readonly dimension: number,
-    ann: AnnSettings = defaultAnnSettings,
+    private readonly ann: AnnSettings = defaultAnnSettings,
   ) {
-    this.annIndex = new usearch.Index({
-      dimensions: dimension,
+    this.annIndex = this.emptyGraph();
+  }
+
+  private emptyGraph(): UsearchIndex {
+    const ann = this.ann;
+    return new usearch.Index({
+      dimensions: this.dimension,
       metric: usearch.MetricKind.Cos,
       quantization: ann.quantization === 'f16' ? usearch.ScalarKind.F16 : usearch.ScalarKind.F32,
       connectivity: ann.connectivity,
@@ -81,12 +87,16 @@ export class CollectionVectors {
     return this.locationOfKey.get(key)?.tenant;
   }
 
-  /** Inserts or replaces rows; within one call the last row of a key wins. */
-  upsert(vectors: StoredVector[]): void {
+  /**
+   * Inserts or replaces rows; within one call the last row of a key wins. `graph: false` leaves
+   * the HNSW graph alone: a restart places every row first, then loads the graph from a snapshot
+   * or adds the rows to it with `graphSlices`.
+   */
+  upsert(vectors: StoredVector[], { graph = true }: { graph?: boolean } = {}): void {
     const lastOfKey = new Map<number, StoredVector>();
     for (const vector of vectors) lastOfKey.set(vector.key, vector);
     const replaced = [...lastOfKey.keys()].filter((key) => this.locationOfKey.has(key));
-    if (replaced.length > 0) this.annIndex.remove(BigUint64Array.from(replaced, BigInt));
+    if (graph && replaced.length > 0) this.annIndex.remove(BigUint64Array.from(replaced, BigInt));
 
     const annKeys = new BigUint64Array(lastOfKey.size);
     const annRows = new Float32Array(lastOfKey.size * this.dimension);
@@ -105,7 +115,60 @@ export class CollectionVectors {
       const slot = block.append(vector.key, unitRow, vector.metadata);
       this.locationOfKey.set(vector.key, { block, slot, tenant: vector.tenant });
     }
-    this.annIndex.add(annKeys, annRows, lastOfKey.size >= parallelAddMinimumRows ? 0 : 1);
+    if (graph) this.addToGraph(annKeys, annRows);
+  }
+
+  private addToGraph(keys: BigUint64Array, unitRows: Float32Array): void {
+    this.annIndex.add(keys, unitRows, keys.length >= parallelAddMinimumRows ? 0 : 1);
+  }
+
+  /**
+   * Adds every placed row to an empty graph, `rowsPerSlice` at a time; the caller yields between
+   * slices so a rebuild does not stall request handling.
+   */
+  *graphSlices(rowsPerSlice: number): Generator<void> {
+    const locations = [...this.locationOfKey];
+    for (let start = 0; start < locations.length; start += rowsPerSlice) {
+      const slice = locations.slice(start, start + rowsPerSlice);
+      const keys = new BigUint64Array(slice.length);
+      const rows = new Float32Array(slice.length * this.dimension);
+      slice.forEach(([key, location], row) => {
+        keys[row] = BigInt(key);
+        rows.set(location.block.rowAt(location.slot), row * this.dimension);
+      });
+      this.addToGraph(keys, rows);
+      yield;
+    }
+  }
+
+  /** SHA-256 over every key and its unit row in key order: what a saved graph must have been built from. */
+  fingerprint(): string {
+    const hash = createHash('sha256');
+    const keyBytes = Buffer.alloc(8);
+    for (const key of [...this.locationOfKey.keys()].sort((left, right) => left - right)) {
+      const location = this.locationOfKey.get(key)!;
+      keyBytes.writeDoubleLE(key);
+      hash.update(keyBytes);
+      const row = location.block.rowAt(location.slot);
+      hash.update(new Uint8Array(row.buffer, row.byteOffset, row.byteLength));
+    }
+    return hash.digest('hex');
+  }
+
+  saveGraph(file: string): void {
+    this.annIndex.save(file);
+  }
+
+  /** Replaces the graph with a saved one; false (graph emptied) when it does not hold exactly the placed rows. */
+  loadGraph(file: string): boolean {
+    try {
+      this.annIndex.load(file);
+      if (this.annIndex.size() === this.size && this.annIndex.dimensions() === this.dimension) return true;
+    } catch {
+      // A file usearch refuses is no graph: the caller rebuilds.
+    }
+    this.annIndex = this.emptyGraph();
+    return false;
   }
 
   /** Removes the keys present; unknown keys are ignored. */

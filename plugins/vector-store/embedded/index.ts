@@ -10,15 +10,18 @@
  * HNSW graph and ~0.3 kB of its links: ~2.6 kB, ~260 MB per million vectors.
  */
 import { ConflictError, ServiceUnavailableError, UnprocessableError } from '../../../src/errors.js';
-import type { PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorSearchRequest, VectorStore } from '../../../src/plugins.js';
+import type { PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorSearchRequest, VectorStorageDetails, VectorStore } from '../../../src/plugins.js';
 import { CollectionVectors, defaultAnnSettings, type AnnSettings, type StoredVector } from './collection-vectors.js';
 import { defaultSearchThresholds, searchCollectionVectors, type SearchThresholds } from './filtered-search.js';
+import { GraphSnapshots } from './graph-snapshots.js';
 import { normalised } from './row-block.js';
 import { decodeEmbeddingInto, EmbeddedVectorTable } from './vector-table.js';
 
 export interface EmbeddedVectorStoreOptions {
   ann?: Partial<AnnSettings>;
   thresholds?: Partial<SearchThresholds>;
+  /** Where graphs are saved on close and loaded at the next start; none: always rebuilt. */
+  snapshotDirectory?: string | undefined;
 }
 
 /**
@@ -36,8 +39,11 @@ export class EmbeddedVectorStore implements VectorStore {
   private readonly table: EmbeddedVectorTable;
   private readonly ann: AnnSettings;
   private readonly thresholds: SearchThresholds;
+  private readonly snapshots: GraphSnapshots | null;
   /** Loaded (or loading) collections; concurrent callers await the same promise. */
   private readonly collections = new Map<string, Promise<CollectionVectors>>();
+  /** How each loaded collection came into memory. */
+  private readonly loads = new Map<string, { source: 'snapshot' | 'rebuild'; seconds: number }>();
   /** Writes run one after another per collection, so memory applies them in the database's order. */
   private readonly writeQueues = new Map<string, Promise<unknown>>();
   private closed = false;
@@ -46,6 +52,7 @@ export class EmbeddedVectorStore implements VectorStore {
     this.table = new EmbeddedVectorTable(sql);
     this.ann = { ...defaultAnnSettings, ...options.ann };
     this.thresholds = { ...defaultSearchThresholds, ...options.thresholds };
+    this.snapshots = options.snapshotDirectory ? new GraphSnapshots(options.snapshotDirectory) : null;
   }
 
   async ensureCollection(collectionId: string, dimension: number): Promise<void> {
@@ -83,6 +90,8 @@ export class EmbeddedVectorStore implements VectorStore {
       await this.collections.get(collectionId)?.catch(() => undefined);
       await this.table.deleteCollection(collectionId);
       this.collections.delete(collectionId);
+      this.loads.delete(collectionId);
+      await this.snapshots?.remove(collectionId);
     });
   }
 
@@ -103,10 +112,28 @@ export class EmbeddedVectorStore implements VectorStore {
     return this.table.count(collectionId);
   }
 
+  async describe(collectionId: string): Promise<VectorStorageDetails> {
+    const load = this.loads.get(collectionId);
+    const loading = this.collections.get(collectionId);
+    // A collection still loading counts as not loaded: describing it must not wait for the load.
+    if (!load || !loading) return { vectors: await this.table.count(collectionId), memory_index: { loaded: false } };
+    const vectors = await loading;
+    return {
+      vectors: vectors.size,
+      memory_index: { loaded: true, source: load.source, load_seconds: load.seconds, approximate_bytes: vectors.size * bytesPerVector(vectors.dimension, this.ann) },
+    };
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await Promise.allSettled([...this.writeQueues.values(), ...this.collections.values()]);
+    if (this.snapshots) {
+      for (const [collectionId, loading] of this.collections) {
+        const vectors = await loading.catch(() => null);
+        if (vectors) await this.snapshots.save(collectionId, vectors, this.ann);
+      }
+    }
     this.collections.clear();
     this.writeQueues.clear();
   }
@@ -133,7 +160,31 @@ export class EmbeddedVectorStore implements VectorStore {
     return vectors;
   }
 
+  /**
+   * Places every stored row, then loads the graph saved at the last close when it was made from
+   * exactly these rows, or else adds the rows to a new graph.
+   */
   private async rebuild(collectionId: string, dimension: number): Promise<CollectionVectors> {
+    const started = performance.now();
+    const snapshot = await this.snapshots?.take(collectionId);
+    try {
+      const vectors = await this.loadRows(collectionId, dimension);
+      let source: 'snapshot' | 'rebuild' = 'snapshot';
+      if (!(snapshot && await snapshot.matches(vectors, this.ann) && vectors.loadGraph(snapshot.graphFile))) {
+        source = 'rebuild';
+        for (const _slice of vectors.graphSlices(rebuildAddRows)) {
+          // Graph inserts run on this thread: yield so requests keep being served during a rebuild.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      }
+      this.loads.set(collectionId, { source, seconds: Math.round(performance.now() - started) / 1000 });
+      return vectors;
+    } finally {
+      await snapshot?.discard();
+    }
+  }
+
+  private async loadRows(collectionId: string, dimension: number): Promise<CollectionVectors> {
     const vectors = new CollectionVectors(dimension, this.ann);
     const attributes = await this.table.chunkAttributes(collectionId, loadPageRows);
     for await (const page of this.table.pages(collectionId, loadPageRows)) {
@@ -146,11 +197,7 @@ export class EmbeddedVectorStore implements VectorStore {
         const chunk = attributes.get(key);
         return { key, embedding, metadata: chunk?.metadata ?? {}, tenant: chunk?.tenant ?? null };
       });
-      for (let start = 0; start < batch.length; start += rebuildAddRows) {
-        vectors.upsert(batch.slice(start, start + rebuildAddRows));
-        // Graph inserts run on this thread: yield so requests keep being served during a rebuild.
-        await new Promise((resolve) => setImmediate(resolve));
-      }
+      vectors.upsert(batch, { graph: false });
     }
     return vectors;
   }
@@ -169,6 +216,11 @@ export class EmbeddedVectorStore implements VectorStore {
   private assertOpen(): void {
     if (this.closed) throw new ServiceUnavailableError('the embedded vector store is closed');
   }
+}
+
+/** f32 row (exact scans and scores), the graph's own copy, and about two links per graph degree. */
+function bytesPerVector(dimension: number, ann: AnnSettings): number {
+  return dimension * 4 + dimension * (ann.quantization === 'f16' ? 2 : 4) + ann.connectivity * 2 * 4;
 }
 
 function toStoredVector(record: VectorRecord): StoredVector {
@@ -223,6 +275,6 @@ export const embeddedVectorStorePlugin: PluginDefinition<'vector-store'> = {
   description: 'In-process usearch HNSW index per collection, vectors persisted in the service database; exact filtering',
   create(config, deps) {
     if (!deps.sql) throw new ServiceUnavailableError('the embedded vector store needs the service database (deps.sql)');
-    return new EmbeddedVectorStore(deps.sql, optionsFromConfig(config));
+    return new EmbeddedVectorStore(deps.sql, { ...optionsFromConfig(config), snapshotDirectory: deps.stateDirectory });
   },
 };

@@ -32,6 +32,11 @@ export class RowBlock {
     return this.keyOfSlot[slot];
   }
 
+  /** The slot's unit row (a view, not a copy). */
+  rowAt(slot: number): Float32Array {
+    return this.matrix.subarray(slot * this.dimension, (slot + 1) * this.dimension);
+  }
+
   metadataAt(slot: number): Record<string, unknown> {
     return this.metadataOfSlot[slot];
   }

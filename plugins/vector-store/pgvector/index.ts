@@ -6,7 +6,7 @@
  * costs ~7 ms a row, /work/shared/STACK.md), which is why PGlite defaults to `embedded`.
  */
 import { ConflictError, ServiceUnavailableError, UnprocessableError } from '../../../src/errors.js';
-import type { PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorSearchRequest, VectorStore } from '../../../src/plugins.js';
+import type { PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorStorageDetails, VectorSearchRequest, VectorStore } from '../../../src/plugins.js';
 import { filterToSql } from '../../../src/search/filters/filter-to-sql.js';
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -16,7 +16,9 @@ const maxVectorDimension = 16_000;
 const maxIndexedDimension = 2_000;
 /**
  * ef_search 100 measured recall@10 0.94 at 2.7 ms p95 in PGlite vs 0.92 at 40 (STACK.md); it must
- * also be at least topK, and pgvector caps it at 1,000.
+ * also be at least topK, and pgvector caps it at 1,000. Every connection of the service's database
+ * starts with ef_search 100 and iterative scans (src/db/database.ts vectorSearchSessionSettings),
+ * so a search up to 100 results is a single statement.
  */
 const minimumEfSearch = 100;
 const maximumEfSearch = 1_000;
@@ -145,16 +147,18 @@ export class PgvectorStore implements VectorStore {
     const params = [vectorLiteral(request.embedding), ...conditionParams, request.topK];
     const efSearch = Math.min(maximumEfSearch, Math.max(minimumEfSearch, request.topK));
 
-    const rows = await this.sql.transaction(async (sql) => {
+    type NearestRow = { chunk_key: number | string; distance: number };
+    const approximateWithSessionDefaults = efSearch === minimumEfSearch ? await this.sql<NearestRow>(nearestSql, params) : [];
+    const rows = approximateWithSessionDefaults.length >= request.topK ? approximateWithSessionDefaults : await this.sql.transaction(async (sql) => {
       // `set local` of both in one round trip; iterative_scan keeps scanning the graph until enough
       // rows pass the where clause (pgvector 0.8).
       await sql("select set_config('hnsw.ef_search', ?, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)", [String(efSearch)]);
-      const approximate = await sql<{ chunk_key: number | string; distance: number }>(nearestSql, params);
+      const approximate = efSearch === minimumEfSearch ? approximateWithSessionDefaults : await sql<NearestRow>(nearestSql, params);
       if (approximate.length >= request.topK) return approximate;
       // Short: the scan stopped at hnsw.max_scan_tuples (20,000) before finding topK allowed rows,
       // or the collection holds fewer. Without the index the same query is exact.
       await sql('set local enable_indexscan = off');
-      return sql<{ chunk_key: number | string; distance: number }>(nearestSql, params);
+      return sql<NearestRow>(nearestSql, params);
     });
     return rows.map((row) => ({ key: Number(row.chunk_key), score: 1 - Number(row.distance) }));
   }
@@ -162,6 +166,10 @@ export class PgvectorStore implements VectorStore {
   async count(collectionId: string): Promise<number> {
     const rows = await this.sql<{ count: number | string }>('select count(*) as count from pgvector_embeddings where collection_id = ?', [collectionId]);
     return Number(rows[0].count);
+  }
+
+  async describe(collectionId: string): Promise<VectorStorageDetails> {
+    return { vectors: await this.count(collectionId) };
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,116 @@
+/**
+ * GET /v1/admin/vector-storage, and what it shows of the embedded store's saved graphs: a graceful
+ * restart loads the graph saved at shutdown instead of rebuilding it; a table that changed behind
+ * the snapshot, or an unreadable graph file, makes the store rebuild from the table, and queries
+ * answer from what the table holds.
+ */
+import { readdirSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { openDatabase } from '../../src/db/database.js';
+import { bearer, buildTestApp, createApiKey, createScratchDatabase, multipartUpload, setupAdmin, testBackends, waitForIngestion, type TestApp } from '../support/test-app.js';
+import { assertError } from '../support/assertions.js';
+
+const TEXTS = [
+  'Tide tables predict the harbour water level for every hour of the day.',
+  'The lighthouse keeper logged storms, fog and passing ships each night.',
+  'Container cranes unload the freighters while the tide is high.',
+];
+
+interface StorageEntry {
+  collection: string;
+  collection_id: string;
+  vectors: number;
+  memory_index?: { loaded: boolean; source?: string; load_seconds?: number; approximate_bytes?: number };
+}
+
+for (const backend of testBackends()) {
+  t.test(backend, async (t) => {
+    const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
+    const database = await openDatabase({ databaseUrl: scratch?.url });
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-vector-storage-'));
+    let current: TestApp | undefined;
+    t.teardown(async () => {
+      await current?.close();
+      await database.close();
+      await scratch?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    });
+    const restart = async () => {
+      await current?.close();
+      current = await buildTestApp(backend, {}, { dataDir, database });
+      return current;
+    };
+
+    let app = (await restart()).app;
+    const cookie = await setupAdmin(app);
+    const admin = { cookie };
+    const overview = async () => {
+      const response = await app.inject({ method: 'GET', url: '/v1/admin/vector-storage', headers: admin });
+      t.equal(response.statusCode, 200, response.body);
+      return response.json() as { store: string; data: StorageEntry[]; total: number; limit: number; offset: number };
+    };
+    const search = async () => {
+      const response = await app.inject({ method: 'POST', url: '/v1/collections/harbour/query', headers: admin, payload: { query: 'tide harbour water', search_mode: 'semantic', skip_cache: true } });
+      t.equal(response.statusCode, 200, response.body);
+      return (response.json().results as Array<{ id: string }>).map((result) => result.id);
+    };
+
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'harbour' } })).statusCode, 201);
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'empty-one' } })).statusCode, 201);
+    for (const [n, text] of TEXTS.entries()) {
+      const upload = multipartUpload([{ filename: `note-${n}.txt`, content: text, contentType: 'text/plain' }]);
+      t.equal((await app.inject({ method: 'POST', url: '/v1/collections/harbour/documents', headers: { ...admin, ...upload.headers }, payload: upload.payload })).statusCode, 202);
+    }
+    await waitForIngestion(app, 'harbour', admin);
+
+    const first = await overview();
+    t.equal(first.store, backend === 'postgresql' ? 'pgvector' : 'embedded');
+    t.same(first.data.map((entry) => [entry.collection, entry.vectors]), [['empty-one', 0], ['harbour', 3]], 'every collection with its vector count, by name');
+    t.equal(first.total, 2);
+    const paged = await app.inject({ method: 'GET', url: '/v1/admin/vector-storage?limit=1&offset=1', headers: admin });
+    t.same(paged.json().data.map((entry: StorageEntry) => entry.collection), ['harbour'], 'limit and offset page the list');
+    assertError(t, await app.inject({ method: 'GET', url: '/v1/admin/vector-storage?limit=0', headers: admin }), 400, /limit/);
+    const { key } = await createApiKey(app, cookie, { name: 'reader', scopes: ['collection:read'] });
+    assertError(t, await app.inject({ method: 'GET', url: '/v1/admin/vector-storage', headers: bearer(key) }), 403);
+
+    if (backend === 'postgresql') {
+      t.notOk(first.data[1]!.memory_index, 'pgvector keeps no index in process memory');
+      return;
+    }
+    const harbourIndex = first.data[1]!.memory_index!;
+    t.equal(harbourIndex.loaded, true);
+    t.equal(harbourIndex.source, 'rebuild', 'a collection first loaded in this life was built from the table');
+    t.ok(harbourIndex.approximate_bytes! > 3 * 384 * 4, 'memory estimate covers the rows');
+    const before = await search();
+    t.equal(before.length, 3);
+
+    // A graceful restart: the graph saved at shutdown is loaded, not rebuilt.
+    app = (await restart()).app;
+    const restarted = await overview();
+    t.same(restarted.data.find((entry) => entry.collection === 'harbour')!.memory_index, { loaded: false }, 'nothing loads before first use');
+    t.same(await search(), before, 'the same answers after a restart');
+    t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'snapshot');
+    const harbourId = first.data[1]!.collection_id;
+    const snapshotFiles = () => readdirSync(path.join(dataDir, 'vector-store')).filter((file) => file.startsWith(harbourId));
+    t.same(snapshotFiles(), [], 'a snapshot is used once: taking it removes it');
+
+    // The table changed behind the saved graph: the snapshot is refused and the store rebuilds.
+    app = (await restart()).app;
+    const [removed] = await current!.services.sql<{ chunk_key: string | number }>('delete from embedded_vectors where chunk_key = (select min(chunk_key) from embedded_vectors) returning chunk_key');
+    const afterDelete = await search();
+    t.equal(afterDelete.length, 2, 'the vector deleted behind the snapshot is not found');
+    const harbour = (await overview()).data.find((entry) => entry.collection === 'harbour')!;
+    t.equal(harbour.memory_index!.source, 'rebuild', `key ${removed!.chunk_key} missing from the table: snapshot refused`);
+    t.equal(harbour.vectors, 2);
+
+    // An unreadable graph file next to a valid manifest: rebuilt, answers intact.
+    app = (await restart()).app;
+    t.same(snapshotFiles().sort(), [`${harbourId}.json`, `${harbourId}.usearch`], 'a graph was saved at the last shutdown');
+    writeFileSync(path.join(dataDir, 'vector-store', `${harbourId}.usearch`), 'not a usearch graph');
+    t.same(await search(), afterDelete, 'the same answers from a rebuilt graph');
+    t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
+  });
+}
