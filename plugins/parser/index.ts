@@ -1,7 +1,13 @@
 /** The parsers that ship with the service, in the order the registry offers them. */
 import type { PluginDefinition } from '../../src/plugins.js';
+import { csvParserPlugin } from './csv/index.js';
+import { docxParserPlugin } from './docx/index.js';
 import { htmlParserPlugin } from './html/index.js';
+import { jsonParserPlugin } from './json/index.js';
 import { markdownParserPlugin } from './markdown/index.js';
+import { pdfParserPlugin } from './pdf/index.js';
 import { textParserPlugin } from './text/index.js';
 
-export const builtInParsers: ReadonlyArray<PluginDefinition<'parser'>> = [textParserPlugin, markdownParserPlugin, htmlParserPlugin];
+export const builtInParsers: ReadonlyArray<PluginDefinition<'parser'>> = [
+  textParserPlugin, markdownParserPlugin, htmlParserPlugin, pdfParserPlugin, docxParserPlugin, csvParserPlugin, jsonParserPlugin,
+];

@@ -19,13 +19,11 @@ const outline = (elements: DocumentElement[]): unknown[] =>
       : [element.type, element.text, element.headingPath],
   );
 
-t.test('builtInParsers lists text, markdown and html', async (t) => {
-  t.same(
-    builtInParsers.map((plugin) => [plugin.kind, plugin.name]),
-    [['parser', 'text'], ['parser', 'markdown'], ['parser', 'html']],
-  );
+t.test('builtInParsers lists every format', async (t) => {
+  const names = ['text', 'markdown', 'html', 'pdf', 'docx', 'csv', 'json'];
+  t.same(builtInParsers.map((plugin) => [plugin.kind, plugin.name]), names.map((name) => ['parser', name]));
   const parsers = builtInParsers.map((plugin) => plugin.create({}, {}));
-  t.same(parsers.map((parser) => parser.name), ['text', 'markdown', 'html']);
+  t.same(parsers.map((parser) => parser.name), names);
   t.same(parsers[0].extensions, ['txt', 'text', 'log']);
   t.ok(parsers[1].contentTypes.includes('text/markdown') && parsers[1].extensions.includes('md'));
   t.ok(parsers[2].contentTypes.includes('text/html') && parsers[2].extensions.includes('htm'));
@@ -199,4 +197,45 @@ t.test('html: title falls back to the first h1; unclosed tags still produce elem
     ['list', '- a\n- b', ['Only heading']],
   ]);
   t.same((await parse(htmlParserPlugin, 'empty.html', '<html><body><script>x()</script></body></html>')).elements, []);
+});
+
+t.test('html: cookie banners, chrome landmarks and hidden elements are dropped; recipe cookies are not', async (t) => {
+  const page = `<html><body>
+<div id="onetrust-banner-sdk"><p>We use cookies to improve your experience.</p><button>Accept all</button></div>
+<div class="cookie-consent-wrapper"><p>Manage cookie preferences</p></div>
+<section class="gdpr-notice">Your privacy matters</section>
+<div role="navigation"><a href="/">Home</a></div>
+<div role="contentinfo">Site footer text</div>
+<p hidden>hidden text</p><div aria-hidden="true">decorative</div>
+<iframe src="https://ads.example.com">fallback</iframe>
+<main><h1>Oatmeal cookies</h1>
+<div class="cookie-recipe"><p>Mix oats and butter.</p></div>
+<dialog>Subscribe to our newsletter</dialog>
+<p>Bake for twelve minutes.</p></main>
+<div class="cc-window">Cookie bar</div>
+</body></html>`;
+  const document = await parse(htmlParserPlugin, 'recipe.html', page);
+  t.same(outline(document.elements), [
+    ['heading', 'Oatmeal cookies', [], 1],
+    ['paragraph', 'Mix oats and butter.', ['Oatmeal cookies']],
+    ['paragraph', 'Bake for twelve minutes.', ['Oatmeal cookies']],
+  ]);
+});
+
+t.test('html: data: URI pictures become image elements with their bytes; remote ones are not fetched', async (t) => {
+  const pixels = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+  const page = `<h1>Map</h1><p>Before <img src="https://example.com/remote.png" alt="remote"> the map
+<img alt=" Harbour   map " src="data:image/png;base64,${pixels.toString('base64')}"> after it.</p>
+<table><tr><td>cell <img src="data:image/gif;base64,R0lGODlh" alt="icon"></td></tr></table>
+<img src="data:image/png;base64," alt="empty">`;
+  const document = await parse(htmlParserPlugin, 'map.html', page);
+  t.same(document.elements.map((element) => [element.type, element.text, element.headingPath, element.image?.contentType]), [
+    ['heading', 'Map', [], undefined],
+    ['paragraph', 'Before the map', ['Map'], undefined],
+    ['image', 'Harbour map', ['Map'], 'image/png'],
+    ['paragraph', 'after it.', ['Map'], undefined],
+    ['table', 'cell', ['Map'], undefined],
+    ['image', 'icon', ['Map'], 'image/gif'],
+  ], 'an image inside a table follows the table');
+  t.same(document.elements[2]!.image!.data, pixels);
 });

@@ -1,0 +1,90 @@
+/**
+ * The `docx` parser: Word documents through mammoth, which turns the document's structure
+ * (heading styles, numbering, tables, pictures) into semantic HTML; that HTML becomes elements
+ * the same way a web page does (src/parsing/html-elements.ts): headings with levels and heading
+ * paths, paragraphs, lists, tables, and each picture as an `image` element with its bytes.
+ *
+ * The zip container is checked before mammoth inflates anything (src/parsing/zip-inspection.ts):
+ * a truncated archive or a zip bomb fails here with a reason, never as an out-of-memory crash.
+ * mammoth's access to files outside the document (linked pictures) stays off.
+ * The title is the document's own (docProps/core.xml dc:title), else the first heading 1.
+ */
+import type { ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
+import { DocumentParseError, reasonOf } from '../../../src/parsing/document-parse-error.js';
+import { htmlToElements, type ResolvedImage } from '../../../src/parsing/html-elements.js';
+import { inspectZipArchive, officeDocumentLimits } from '../../../src/parsing/zip-inspection.js';
+
+const corePropertiesEntry = 'docProps/core.xml';
+/** Picture formats browsers and vision models read; others (EMF, WMF, TIFF) keep their element without bytes. */
+const portableImageTypes = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+/** Word's own "Title" and "Subtitle" styles are headings of the document, not body text. */
+const styleMap = ["p[style-name='Title'] => h1:fresh", "p[style-name='Subtitle'] => h2:fresh"];
+const imageSourcePrefix = 'docx-image:';
+
+const xmlEntities: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+
+function decodeXmlText(text: string): string {
+  return text.replace(/&(#x[0-9a-f]+|#\d+|\w+);/gi, (whole, name: string) => {
+    if (name[0] !== '#') return xmlEntities[name] ?? whole;
+    const code = name[1] === 'x' || name[1] === 'X' ? Number.parseInt(name.slice(2), 16) : Number.parseInt(name.slice(1), 10);
+    return Number.isFinite(code) && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+  });
+}
+
+function coreTitle(coreXml: Buffer | undefined): string | undefined {
+  if (!coreXml) return undefined;
+  const match = /<dc:title[^>]*>([\s\S]*?)<\/dc:title>/.exec(coreXml.toString('utf8'));
+  const title = match ? decodeXmlText(match[1]!).replace(/\s+/g, ' ').trim() : '';
+  return title.length > 0 ? title : undefined;
+}
+
+interface CapturedImage {
+  data: Buffer;
+  contentType: string;
+}
+
+async function parseDocx(data: Buffer): Promise<ParsedDocument> {
+  if (data.length === 0) throw new DocumentParseError('DOCX', 'the file is empty');
+  const kept = await inspectZipArchive(data, 'DOCX', officeDocumentLimits, [corePropertiesEntry]);
+  const { default: mammoth } = await import('mammoth');
+  const images: CapturedImage[] = [];
+  let html: string;
+  try {
+    const result = await mammoth.convertToHtml({ buffer: data }, {
+      styleMap,
+      externalFileAccess: false,
+      convertImage: mammoth.images.imgElement(async (image) => {
+        images.push({ data: await image.readAsBuffer(), contentType: (image.contentType ?? 'application/octet-stream').toLowerCase() });
+        return { src: `${imageSourcePrefix}${images.length - 1}` };
+      }),
+    });
+    html = result.value;
+  } catch (error) {
+    throw new DocumentParseError('DOCX content', reasonOf(error));
+  }
+  const resolveImage = (src: string): ResolvedImage | undefined => {
+    const captured = src.startsWith(imageSourcePrefix) ? images[Number(src.slice(imageSourcePrefix.length))] : undefined;
+    if (!captured) return undefined;
+    const metadata = { content_type: captured.contentType };
+    return portableImageTypes.has(captured.contentType) ? { image: captured, metadata } : { metadata };
+  };
+  const parsed = htmlToElements(html, { resolveImage });
+  const title = coreTitle(kept.get(corePropertiesEntry)) ?? parsed.title;
+  return { elements: parsed.elements, ...(title !== undefined ? { title } : {}) };
+}
+
+const docxParser: Parser = {
+  name: 'docx',
+  contentTypes: ['application/vnd.openxmlformats-officedocument.wordprocessingml.document'],
+  extensions: ['docx'],
+  parse(input: ParserInput): Promise<ParsedDocument> {
+    return parseDocx(input.data);
+  },
+};
+
+export const docxParserPlugin: PluginDefinition<'parser'> = {
+  kind: 'parser',
+  name: 'docx',
+  description: 'Word (.docx) via mammoth: headings, lists, tables, pictures; zip bombs and damaged archives refused before decompression',
+  create: () => docxParser,
+};

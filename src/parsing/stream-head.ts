@@ -1,0 +1,47 @@
+/**
+ * The first bytes of a stream, to judge a file by its content while it is still arriving, and a
+ * stream that replays the whole file (those bytes, then the rest) for whoever stores it.
+ */
+import { PassThrough, type Readable } from 'node:stream';
+
+export interface StreamHead {
+  /** Up to the requested number of bytes (fewer when the stream is shorter). */
+  head: Buffer;
+  /** True when the stream ended within the head: `head` is the whole file. */
+  complete: boolean;
+  /** The whole content again, from the first byte. */
+  stream: Readable;
+}
+
+export function readStreamHead(source: Readable, bytes: number): Promise<StreamHead> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const finish = (complete: boolean) => {
+      source.off('data', onData);
+      source.off('end', onEnd);
+      source.off('error', onError);
+      source.pause();
+      const head = Buffer.concat(chunks);
+      const stream = new PassThrough();
+      stream.write(head);
+      if (complete) stream.end();
+      else {
+        // pipe() does not forward errors: a client that goes away mid-upload must still end the copy.
+        source.once('error', (error) => stream.destroy(error));
+        source.pipe(stream);
+      }
+      resolve({ head: head.subarray(0, bytes), complete, stream });
+    };
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      length += chunk.length;
+      if (length >= bytes) finish(false);
+    };
+    const onEnd = () => finish(true);
+    const onError = (error: Error) => reject(error);
+    source.on('data', onData);
+    source.once('end', onEnd);
+    source.once('error', onError);
+  });
+}
