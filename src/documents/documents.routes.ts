@@ -1,26 +1,25 @@
-import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { assertCollectionAccess } from '../auth/actor.js';
 import { findCollection } from '../collections/collections.service.js';
 import { NameParams } from '../collections/collections.routes.js';
 import { Collection, Document, DOCUMENT_STATUSES } from '../db/entities/index.js';
-import { BadRequestError, NotFoundError, UnsupportedMediaTypeError } from '../errors.js';
+import { BadRequestError, NotFoundError } from '../errors.js';
 import { requireActor } from '../http/authenticate.js';
 import { page, PageQuery } from '../http/pagination.js';
 import { scope } from '../http/route-access.js';
-import { selectParser, supportedTypesDescription } from '../ingestion/parser-selection.js';
 import type { AppServices } from '../services.js';
-import type { StoredUpload } from './documents.service.js';
-import { removeDocument } from './document-removal.js';
-import {
-  createDocument, DOCUMENT_SORT_FIELDS, getDocument, listDocuments, serializeDocument, storeUpload,
-} from './documents.service.js';
+import { isRefused, receiveMultipartFiles } from '../uploads/multipart-files.js';
+import { admitFiles, parseOnDuplicate, serializeAdmitted } from './document-intake.js';
+import { removeDocument, removalRuntime } from './document-removal.js';
+import { DOCUMENT_SORT_FIELDS, getDocument, listDocuments, serializeDocument } from './documents.service.js';
+import { ELEMENT_COLUMNS, openElementContent, serializeElement, type ElementRow } from './element-content.js';
+import { reprocessCollection, reprocessDocument } from './reprocessing.js';
 import { parseMetadataField } from './metadata-rules.js';
 
 const literalUnion = <T extends readonly string[]>(values: T) => Type.Union(values.map((value) => Type.Literal(value)));
 const DocumentParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
+const ElementParams = Type.Object({ ...DocumentParams.properties, element_id: Type.String({ format: 'uuid' }) });
 const ListQuery = Type.Object({
   ...PageQuery.properties,
   q: Type.Optional(Type.String({ maxLength: 255 })),
@@ -29,58 +28,29 @@ const ListQuery = Type.Object({
   order: Type.Optional(literalUnion(['asc', 'desc'] as const)),
 });
 
-interface ReceivedFile {
-  filename: string;
-  contentType: string;
-  upload: StoredUpload;
-}
-
 export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
-  const { db, sql, files, parsers, config } = services;
+  const { db, sql, files } = services;
   const tags = ['documents'];
-
-  /** Reads the multipart body: one `file` part streamed to storage, and the `metadata` field. */
-  async function receiveSingleUpload(request: FastifyRequest, collectionId: string): Promise<{ file: ReceivedFile | null; metadataField: string | undefined }> {
-    if (!request.isMultipart()) throw new UnsupportedMediaTypeError('Upload as multipart/form-data with a "file" part and an optional "metadata" field');
-    let file: ReceivedFile | null = null;
-    let metadataField: string | undefined;
-    try {
-      for await (const part of request.parts()) {
-        if (part.type === 'field') {
-          if (part.fieldname === 'metadata') metadataField = String(part.value);
-          continue;
-        }
-        const filePart = part as MultipartFile;
-        if (filePart.fieldname !== 'file' || file) {
-          filePart.file.resume();
-          throw new BadRequestError('Send exactly one file, in the "file" part');
-        }
-        const choice = selectParser(parsers, filePart.filename, filePart.mimetype);
-        if (!choice) {
-          filePart.file.resume();
-          throw new UnsupportedMediaTypeError(`Unsupported file type "${filePart.mimetype}" (${filePart.filename}); supported: ${supportedTypesDescription(parsers)}`);
-        }
-        const upload = await storeUpload(files, collectionId, filePart.file, () => filePart.file.truncated, config.uploadLimitBytes);
-        file = { filename: filePart.filename, contentType: choice.contentType, upload };
-      }
-    } catch (error) {
-      if (file) await files.remove(file.upload.storageKey);
-      throw error;
-    }
-    return { file, metadataField };
-  }
 
   app.post('/v1/collections/:name/documents', {
     config: scope('document:upload'),
-    schema: { tags, summary: 'Upload one file (multipart `file`, optional `metadata` JSON string); 202 with the pending document', params: NameParams, consumes: ['multipart/form-data'] },
+    schema: {
+      tags, params: NameParams, consumes: ['multipart/form-data'],
+      summary: 'Upload one file (multipart `file`, optional `metadata` JSON string and `on_duplicate`: skip | replace | keep); 202 with the pending document, 200 with the existing one when skipped as a duplicate',
+    },
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
-    const { file, metadataField } = await receiveSingleUpload(request, collection.id);
-    if (!file) throw new BadRequestError('No file in the upload: send it in a multipart part named "file"');
+    const { outcomes, fields } = await receiveMultipartFiles(request, {
+      files, parsers: services.parsers, collectionId: collection.id, limitBytes: services.config.uploadLimitBytes,
+      refusals: 'throw', maxFiles: 1, partRule: 'Send exactly one file, in the "file" part',
+    });
+    const [file] = outcomes;
+    if (!file || isRefused(file)) throw new BadRequestError('No file in the upload: send it in a multipart part named "file"');
     try {
-      const metadata = parseMetadataField(metadataField);
-      const document = await createDocument(sql, services.jobs, collection, { ...file, metadata });
-      return reply.code(202).send(serializeDocument(document, collection.name));
+      const [admitted] = await admitFiles({ ...removalRuntime(services), jobs: services.jobs }, collection, [file], {
+        metadata: parseMetadataField(fields.metadata), onDuplicate: parseOnDuplicate(fields.on_duplicate), batchId: null,
+      });
+      return reply.code(admitted!.duplicate ? 200 : 202).send(serializeAdmitted(admitted!, collection.name));
     } catch (error) {
       await files.remove(file.upload.storageKey);
       throw error;
@@ -105,7 +75,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);
-    await removeDocument({ sql, files, indexes: services.indexes, directory: services.collections }, collection, document.id, document.storageKey ?? null);
+    await removeDocument(removalRuntime(services), collection, document.id, document.storageKey ?? null);
     return reply.code(204).send();
   });
 
@@ -125,12 +95,42 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);
-    const rows = await sql<{ id: string; element_index: number; type: string; text: string; heading_path: string[]; page: number | null; metadata: Record<string, unknown> }>(
-      'select id, element_index, type, text, heading_path, page, metadata from document_elements where document_id = ? order by element_index limit ? offset ?',
+    const rows = await sql<ElementRow>(
+      `select ${ELEMENT_COLUMNS} from document_elements where document_id = ? order by element_index limit ? offset ?`,
       [document.id, request.query.limit, request.query.offset],
     );
     const [count] = await sql<{ total: string | number }>('select count(*) as total from document_elements where document_id = ?', [document.id]);
-    return page(rows.map((row) => ({ ...row, document_id: document.id })), Number(count?.total ?? 0), request.query);
+    return page(rows.map((row) => serializeElement(row, collection.name, document.id)), Number(count?.total ?? 0), request.query);
+  });
+
+  app.get('/v1/collections/:name/documents/:id/elements/:element_id/content', {
+    config: scope('document:read'),
+    schema: { tags, params: ElementParams, summary: 'The stored picture of an image element (multimodal collections), with its content type' },
+  }, async (request, reply) => {
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
+    const document = await getDocument(db.fork(), collection, request.params.id);
+    const content = await openElementContent(sql, files, document.id, request.params.element_id);
+    reply.type(content.contentType).header('x-content-type-options', 'nosniff').header('cache-control', 'private, max-age=300');
+    if (!content.inline) reply.header('content-disposition', 'attachment');
+    if (content.sizeBytes !== null) reply.header('content-length', content.sizeBytes);
+    return reply.send(content.stream);
+  });
+
+  app.post('/v1/collections/:name/documents/:id/reprocess', {
+    config: scope('document:upload'),
+    schema: { tags, params: DocumentParams, summary: 'Parse, chunk and embed the document again from its stored original; 202 with the pending document' },
+  }, async (request, reply) => {
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
+    const document = await reprocessDocument(sql, services.jobs, collection, request.params.id);
+    return reply.code(202).send(serializeDocument(document, collection.name));
+  });
+
+  app.post('/v1/collections/:name/reprocess', {
+    config: scope('document:upload'),
+    schema: { tags, params: NameParams, summary: 'Reprocess every ready or failed document of the collection (after a chunking change); 202 `{queued, skipped}`' },
+  }, async (request, reply) => {
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
+    return reply.code(202).send(await reprocessCollection(sql, services.jobs, collection));
   });
 
   app.get('/v1/documents/:id', {

@@ -1,12 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { PassThrough, Transform, type Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Document, DOCUMENT_STATUSES, type CollectionRecord, type DocumentRecord, type DocumentStatus } from '../db/entities/index.js';
 import { NotFoundError, PayloadTooLargeError } from '../errors.js';
 import type { JobQueue } from '../ingestion/job-queue.js';
 import type { SqlRunner } from '../plugins.js';
 import type { FileStore } from '../storage/file-store.js';
-import { checkMetadata } from './metadata-rules.js';
 
 export interface StoredUpload {
   storageKey: string;
@@ -29,7 +28,15 @@ export async function storeUpload(files: FileStore, collectionId: string, source
       callback(null, chunk);
     },
   });
-  await files.write(storageKey, source.pipe(meter).pipe(new PassThrough()));
+  // pipe() does not forward errors: a client that goes away mid-file must fail the write, not stall it.
+  source.once('error', (error) => meter.destroy(error));
+  try {
+    await files.write(storageKey, source.pipe(meter));
+  } catch (error) {
+    // A client that hangs up mid-file leaves a partial file: nothing half-written stays behind.
+    await files.remove(storageKey).catch(() => undefined);
+    throw error;
+  }
   if (isTruncated()) {
     await files.remove(storageKey);
     throw new PayloadTooLargeError(`File exceeds the upload limit of ${limitBytes} bytes`);
@@ -41,18 +48,16 @@ export interface NewDocumentInput {
   filename: string;
   contentType: string;
   upload: StoredUpload;
-  metadata: Record<string, unknown>;
-  batchId?: string | null;
 }
 
-interface DocumentRow {
+export interface DocumentRow {
   id: string; collection_id: string; batch_id: string | null; filename: string; content_type: string; size_bytes: string | number;
   sha256: string; storage_key: string | null; metadata: Record<string, unknown>; tenant: string | null; title: string | null;
   status: DocumentStatus; progress: DocumentRecord['progress']; error: string | null; chunk_count: number;
   created_at: string | Date; updated_at: string | Date; processed_at: string | Date | null;
 }
 
-function documentFromRow(row: DocumentRow): DocumentRecord {
+export function documentFromRow(row: DocumentRow): DocumentRecord {
   return {
     id: row.id, collectionId: row.collection_id, batchId: row.batch_id, filename: row.filename, contentType: row.content_type,
     sizeBytes: Number(row.size_bytes), sha256: row.sha256, storageKey: row.storage_key, metadata: row.metadata, tenant: row.tenant,
@@ -62,31 +67,39 @@ function documentFromRow(row: DocumentRow): DocumentRecord {
 }
 
 /**
- * Creates the document and its ingestion job in one statement (a data-modifying CTE is atomic):
- * both exist, or neither. One statement rather than a transaction of four matters on PGlite,
- * where each costs ~1 ms and the upload path is what bounds end-to-end ingestion.
+ * Creates the documents and their ingestion jobs in one statement (a data-modifying CTE is
+ * atomic): all exist, or none. One statement rather than a transaction matters on PGlite, where
+ * each costs ~1 ms and the upload path is what bounds end-to-end ingestion. Returned in input order;
+ * `created_at` steps by a microsecond per file so a batch lists in the order it was sent.
  */
-export async function createDocument(sql: SqlRunner, queue: JobQueue, collection: CollectionRecord, input: NewDocumentInput): Promise<DocumentRecord> {
-  const tenant = checkMetadata(collection, input.metadata);
-  // Only the base name is kept: a client path such as ../../etc/passwd is a label, never a location.
-  const filename = input.filename.split(/[\\/]/).pop()!.slice(0, 1024) || 'upload';
-  const [row] = await sql<DocumentRow>(
+export async function createDocuments(
+  sql: SqlRunner, queue: JobQueue, collection: CollectionRecord, inputs: NewDocumentInput[],
+  shared: { metadata: Record<string, unknown>; tenant: string | null; batchId: string | null },
+): Promise<DocumentRecord[]> {
+  if (inputs.length === 0) return [];
+  const rows = inputs.map((input, index) => ({
+    id: randomUUID(), ord: index, filename: input.filename, content_type: input.contentType, size_bytes: input.upload.sizeBytes,
+    sha256: input.upload.sha256, storage_key: input.upload.storageKey,
+  }));
+  const created = await sql<DocumentRow>(
     `with document as (
        insert into documents (id, collection_id, batch_id, filename, content_type, size_bytes, sha256, storage_key, metadata, tenant,
          title, status, progress, error, chunk_count, created_at, updated_at)
-       values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, null, 'pending',
-         '{"stage": "queued", "percent": 0, "message": "waiting for a worker"}'::jsonb, null, 0, now(), now())
+       select r.id, ?, ?, r.filename, r.content_type, r.size_bytes, r.sha256, r.storage_key, ?::jsonb, ?, null, 'pending',
+         '{"stage": "queued", "percent": 0, "message": "waiting for a worker"}'::jsonb, null, 0,
+         now() + r.ord * interval '1 microsecond', now() + r.ord * interval '1 microsecond'
+       from jsonb_to_recordset(?::jsonb) as r(id uuid, ord int, filename text, content_type text, size_bytes bigint, sha256 text, storage_key text)
        returning *
      ), job as (
        insert into jobs (id, kind, collection_id, document_id, payload, status, attempts, max_attempts, run_after, created_at, updated_at)
        select gen_random_uuid(), 'ingest_document', collection_id, id, '{}'::jsonb, 'queued', 0, 3, now(), now(), now() from document
      )
      select * from document`,
-    [collection.id, input.batchId ?? null, filename, input.contentType, input.upload.sizeBytes, input.upload.sha256,
-      input.upload.storageKey, JSON.stringify(input.metadata), tenant],
+    [collection.id, shared.batchId, JSON.stringify(shared.metadata), shared.tenant, JSON.stringify(rows)],
   );
   queue.notify();
-  return documentFromRow(row!);
+  const byId = new Map(created.map((row) => [row.id, documentFromRow(row)]));
+  return rows.map((row) => byId.get(row.id)!);
 }
 
 export const DOCUMENT_SORT_FIELDS = ['created_at', 'updated_at', 'filename', 'size_bytes', 'status'] as const;

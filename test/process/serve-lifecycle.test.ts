@@ -1,25 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { freePort } from '../support/free-port.js';
 
 /**
  * The service as `npm start` runs it: its own process, the embedded database in DATA_DIR,
  * migrations at start, and a graceful stop on SIGTERM that keeps what was written.
  */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
 async function startServer(dataDir: string, port: number): Promise<{ child: ChildProcess; output: () => string }> {
   let output = '';
   // Run outside tap's coverage (package.json runs this folder with --disable-coverage): the child's

@@ -1,0 +1,126 @@
+import {
+  AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteObjectCommand, DeleteObjectsCommand,
+  GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, UploadPartCommand,
+} from '@aws-sdk/client-s3';
+import { Readable } from 'node:stream';
+import type { S3StoreConfig } from '../config.js';
+import { assertSafeKey, type FileStore } from './file-store.js';
+
+/**
+ * Bytes per multipart part: S3 needs at least 5 MiB for every part but the last. One part is
+ * held in memory at a time, so an upload of any size costs this much buffer, not its size.
+ */
+const PART_BYTES = 8 * 1024 * 1024;
+/** DeleteObjects takes at most 1,000 keys a request. */
+const DELETE_BATCH = 1000;
+
+async function collect(body: unknown): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body as AsyncIterable<Uint8Array>) chunks.push(Buffer.from(chunk));
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Files in an S3-compatible bucket (AWS S3, MinIO, Ceph, R2...), so that API replicas share them.
+ * Uploads stream: a file smaller than one part is sent with PutObject and its known length, a
+ * larger one as a multipart upload, part by part.
+ */
+export class S3FileStore implements FileStore {
+  private readonly client: S3Client;
+  private readonly bucket: string;
+  private readonly prefix: string;
+
+  constructor(config: S3StoreConfig, client?: S3Client) {
+    if (!config.bucket) throw new Error('the S3 file store needs a bucket');
+    this.bucket = config.bucket;
+    this.prefix = config.prefix ? `${config.prefix.replace(/\/+$/, '')}/` : '';
+    this.client = client ?? new S3Client({
+      region: config.region,
+      ...(config.endpoint ? { endpoint: config.endpoint } : {}),
+      forcePathStyle: config.forcePathStyle,
+      ...(config.accessKeyId && config.secretAccessKey ? { credentials: { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey } } : {}),
+      // The SDK's default checksums (CRC32 trailers on streamed bodies) are not understood by many
+      // S3-compatible stores and corrupt streamed uploads on some (../shared/STACK.md).
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
+  }
+
+  private objectKey(key: string): string {
+    assertSafeKey(key);
+    return `${this.prefix}${key}`;
+  }
+
+  async write(key: string, source: Readable): Promise<void> {
+    const objectKey = this.objectKey(key);
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    let uploadId: string | undefined;
+    const parts: Array<{ ETag: string | undefined; PartNumber: number }> = [];
+    const sendPart = async (body: Buffer) => {
+      uploadId ??= (await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: objectKey }))).UploadId;
+      const partNumber = parts.length + 1;
+      const answer = await this.client.send(new UploadPartCommand({
+        Bucket: this.bucket, Key: objectKey, UploadId: uploadId, PartNumber: partNumber, Body: body, ContentLength: body.length,
+      }));
+      parts.push({ ETag: answer.ETag, PartNumber: partNumber });
+    };
+    try {
+      for await (const chunk of source) {
+        pending.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array));
+        pendingBytes += (chunk as Buffer).length;
+        if (pendingBytes >= PART_BYTES) {
+          const body = Buffer.concat(pending);
+          pending = [];
+          pendingBytes = 0;
+          await sendPart(body);
+        }
+      }
+      const rest = Buffer.concat(pending);
+      if (!uploadId) {
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: objectKey, Body: rest, ContentLength: rest.length }));
+        return;
+      }
+      if (rest.length > 0) await sendPart(rest);
+      await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: objectKey, UploadId: uploadId, MultipartUpload: { Parts: parts } }));
+    } catch (error) {
+      if (uploadId) await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: objectKey, UploadId: uploadId })).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async read(key: string): Promise<Buffer> {
+    return collect(await this.openRead(key));
+  }
+
+  async openRead(key: string): Promise<Readable> {
+    const answer = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
+    return answer.Body instanceof Readable ? answer.Body : Readable.from(answer.Body as AsyncIterable<Uint8Array>);
+  }
+
+  async size(key: string): Promise<number> {
+    const answer = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
+    return Number(answer.ContentLength ?? 0);
+  }
+
+  /** Deletes the object `key` and every object under `key/` (a collection's or a document's files). */
+  async remove(keyOrPrefix: string): Promise<void> {
+    const objectKey = this.objectKey(keyOrPrefix);
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+    let continuationToken: string | undefined;
+    do {
+      const listed = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: `${objectKey}/`, ContinuationToken: continuationToken }));
+      const keys = (listed.Contents ?? []).map((object) => object.Key!).filter(Boolean);
+      for (let start = 0; start < keys.length; start += DELETE_BATCH) {
+        await this.client.send(new DeleteObjectsCommand({
+          Bucket: this.bucket, Delete: { Objects: keys.slice(start, start + DELETE_BATCH).map((Key) => ({ Key })), Quiet: true },
+        }));
+      }
+      continuationToken = listed.IsTruncated ? listed.NextContinuationToken : undefined;
+    } while (continuationToken);
+  }
+
+  async close(): Promise<void> {
+    this.client.destroy();
+  }
+}

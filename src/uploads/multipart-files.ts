@@ -1,0 +1,116 @@
+import type { MultipartFile } from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import { storeUpload, type StoredUpload } from '../documents/documents.service.js';
+import { AppError, BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
+import { inspectUpload } from '../ingestion/parser-selection.js';
+import type { Parser } from '../plugins.js';
+import type { FileStore } from '../storage/file-store.js';
+
+/** A file part streamed to storage; `filename` is the sanitised display name. */
+export interface ReceivedFile {
+  filename: string;
+  contentType: string;
+  upload: StoredUpload;
+}
+
+/** A file part that was not stored, with the error (status and detail) a client sees. */
+export interface RefusedFile {
+  filename: string;
+  refusal: AppError;
+}
+
+export type FileOutcome = ReceivedFile | RefusedFile;
+
+export function isRefused(outcome: FileOutcome): outcome is RefusedFile {
+  return 'refusal' in outcome;
+}
+
+export interface ReceiveOptions {
+  files: FileStore;
+  parsers: readonly Parser[];
+  collectionId: string;
+  limitBytes: number;
+  /**
+   * `collect`: a refused file becomes an outcome and the other files go on (batch upload).
+   * `throw`: the first refusal fails the request and removes what it stored (single upload,
+   * upload-session files), so a refused request leaves nothing behind.
+   */
+  refusals: 'collect' | 'throw';
+  /** At most this many files; one more is a 400 (the single upload takes exactly one). */
+  maxFiles?: number;
+  /** The 400 for a file in another part or one file too many. */
+  partRule: string;
+}
+
+export interface ReceivedMultipart {
+  outcomes: FileOutcome[];
+  fields: Record<string, string>;
+}
+
+/**
+ * The name a client gave its file, kept only as a label: the last path segment (a client path such
+ * as `../../etc/passwd` becomes `passwd`), without control characters, at most 1,024 characters.
+ * Storage keys are made by the service and never derive from it.
+ */
+export function displayFilename(raw: string | undefined): string {
+  const base = (raw ?? '').split(/[\\/]/).pop()!.replace(/[\u0000-\u001f\u007f]/g, '').trim();
+  return (base === '.' || base === '..' ? '' : base).slice(0, 1024) || 'upload';
+}
+
+/**
+ * Streams one file part to storage, or says why it is refused: judged by its first bytes and name
+ * before anything is stored (unsupported type 415, empty 400), then over the size limit (413).
+ */
+async function receiveFile(part: MultipartFile, options: ReceiveOptions): Promise<FileOutcome> {
+  const filename = displayFilename(part.filename);
+  let inspected;
+  try {
+    inspected = await inspectUpload(options.parsers, { filename, contentType: part.mimetype, stream: part.file });
+  } catch (error) {
+    if (error instanceof AppError) return { filename, refusal: error };
+    throw error;
+  }
+  try {
+    const upload = await storeUpload(options.files, options.collectionId, inspected.stream, () => part.file.truncated, options.limitBytes);
+    return { filename, contentType: inspected.choice.contentType, upload };
+  } catch (error) {
+    if (error instanceof PayloadTooLargeError) return { filename, refusal: new PayloadTooLargeError(`${filename}: ${error.message}`) };
+    throw error;
+  }
+}
+
+/**
+ * Reads a multipart body part by part: each `file` part streams to storage as it arrives (never
+ * held whole in memory), other fields are collected as strings. On any failure, files this request
+ * stored are removed.
+ */
+export async function receiveMultipartFiles(request: FastifyRequest, options: ReceiveOptions): Promise<ReceivedMultipart> {
+  if (!request.isMultipart()) throw new UnsupportedMediaTypeError(`Upload as multipart/form-data: ${options.partRule}`);
+  const outcomes: FileOutcome[] = [];
+  const fields: Record<string, string> = {};
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'field') {
+        fields[part.fieldname] = String(part.value);
+        continue;
+      }
+      const filePart = part as MultipartFile;
+      if (filePart.fieldname !== 'file' || outcomes.length === (options.maxFiles ?? Infinity)) {
+        filePart.file.resume();
+        throw new BadRequestError(options.partRule);
+      }
+      const outcome = await receiveFile(filePart, options);
+      outcomes.push(outcome);
+      if (isRefused(outcome) && options.refusals === 'throw') throw outcome.refusal;
+    }
+  } catch (error) {
+    await removeReceived(options.files, outcomes);
+    throw error;
+  }
+  return { outcomes, fields };
+}
+
+/** Removes the stored files of received outcomes (a request that failed after storing some). */
+export async function removeReceived(files: FileStore, outcomes: FileOutcome[]): Promise<void> {
+  for (const outcome of outcomes) if (!isRefused(outcome)) await files.remove(outcome.upload.storageKey);
+}

@@ -1,0 +1,92 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { findCollection } from '../collections/collections.service.js';
+import { NameParams } from '../collections/collections.routes.js';
+import { ON_DUPLICATE, parseOnDuplicate } from '../documents/document-intake.js';
+import { removalRuntime } from '../documents/document-removal.js';
+import { assertNoNulCharacters } from '../documents/metadata-rules.js';
+import { BadRequestError } from '../errors.js';
+import { requireActor } from '../http/authenticate.js';
+import { scope } from '../http/route-access.js';
+import type { AppServices } from '../services.js';
+import { isRefused, receiveMultipartFiles, removeReceived, type ReceivedFile } from './multipart-files.js';
+import { addSessionFiles, assertOpen, cancelSession, completeSession, createSession, findSession, sessionView } from './upload-sessions.service.js';
+
+const SessionParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
+const SessionCreateBody = Type.Object({
+  metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'metadata of every document the session creates' })),
+  on_duplicate: Type.Optional(Type.Union(ON_DUPLICATE.map((value) => Type.Literal(value)), { description: 'skip (default), replace or keep' })),
+}, { additionalProperties: false });
+
+export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
+  const { sql, files } = services;
+  const tags = ['upload sessions'];
+
+  app.post('/v1/collections/:name/uploads', {
+    config: scope('document:upload'),
+    schema: { tags, params: NameParams, body: SessionCreateBody, summary: 'Open an upload session (optional JSON body `{metadata, on_duplicate}`); 201' },
+    // The body is optional: no body is an empty one.
+    preValidation: async (request) => {
+      request.body ??= {};
+    },
+  }, async (request, reply) => {
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
+    const metadata = request.body.metadata ?? {};
+    assertNoNulCharacters(metadata, 'metadata');
+    const session = await createSession(sql, collection, { metadata, onDuplicate: parseOnDuplicate(request.body.on_duplicate) });
+    return reply.code(201).send(await sessionView(sql, collection, session));
+  });
+
+  app.put('/v1/collections/:name/uploads/:id/files', {
+    config: scope('document:upload'),
+    schema: {
+      tags, params: SessionParams, consumes: ['multipart/form-data'],
+      summary: 'Add files (multipart `file` parts, streamed to storage). All or nothing: one refused file (415, 413, empty) refuses the request',
+    },
+  }, async (request) => {
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
+    const session = await findSession(sql, collection, request.params.id);
+    // Refused before any byte is stored; a session closed while files stream in is caught on insert.
+    assertOpen(session, 'take files');
+    const { outcomes } = await receiveMultipartFiles(request, {
+      files, parsers: services.parsers, collectionId: collection.id, limitBytes: services.config.uploadLimitBytes,
+      refusals: 'throw', partRule: 'Send the files in multipart parts named "file"',
+    });
+    const received = outcomes.filter((outcome): outcome is ReceivedFile => !isRefused(outcome));
+    try {
+      if (received.length === 0) throw new BadRequestError('No files in the request: send each in a multipart part named "file"');
+      await addSessionFiles(sql, session, received);
+    } catch (error) {
+      await removeReceived(files, outcomes);
+      throw error;
+    }
+    return sessionView(sql, collection, await findSession(sql, collection, session.id));
+  });
+
+  app.post('/v1/collections/:name/uploads/:id/complete', {
+    config: scope('document:upload'),
+    schema: { tags, params: SessionParams, summary: 'Turn the files into documents, in one batch; 202 with the session and one result per file' },
+  }, async (request, reply) => {
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
+    const session = await findSession(sql, collection, request.params.id);
+    const { session: completing, documents } = await completeSession({ ...removalRuntime(services), jobs: services.jobs }, collection, session);
+    return reply.code(202).send({ ...(await sessionView(sql, collection, completing)), documents });
+  });
+
+  app.get('/v1/collections/:name/uploads/:id', {
+    config: scope('document:read'),
+    schema: { tags, params: SessionParams, summary: 'The session: status, files and, once completed, its batch' },
+  }, async (request) => {
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
+    return sessionView(sql, collection, await findSession(sql, collection, request.params.id));
+  });
+
+  app.delete('/v1/collections/:name/uploads/:id', {
+    config: scope('document:delete'),
+    schema: { tags, params: SessionParams, summary: 'Cancel an open session and remove its stored files' },
+  }, async (request, reply) => {
+    const collection = await findCollection(services.collections, requireActor(request), request.params.name);
+    await cancelSession(sql, files, await findSession(sql, collection, request.params.id));
+    return reply.code(204).send();
+  });
+};

@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import type { CollectionRecord } from '../db/entities/index.js';
+import { admittedEntry, batchStatus, discardBatch, findBatch, newBatchId, openBatch, recordBatchFiles } from '../documents/batches.service.js';
+import { admitFiles, serializeAdmitted, type IntakeRuntime, type OnDuplicate } from '../documents/document-intake.js';
+import { checkMetadata } from '../documents/metadata-rules.js';
+import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
+import type { SqlRunner } from '../plugins.js';
+import type { ReceivedFile } from './multipart-files.js';
+
+/**
+ * An upload session collects files over several requests (many files, or large ones sent one per
+ * request) and turns them into documents in one batch when completed. States (api-contract 5):
+ * `open` → `completing` (its documents are being ingested) → `completed` (every one ready or
+ * failed), or `open` → `cancelled`. Any other transition is a 409 naming the current state.
+ */
+export type SessionStatus = 'open' | 'completing' | 'completed' | 'cancelled';
+
+export interface SessionRow {
+  id: string;
+  collection_id: string;
+  status: SessionStatus;
+  metadata: Record<string, unknown>;
+  on_duplicate: OnDuplicate;
+  batch_id: string | null;
+  created_at: string | Date;
+  updated_at: string | Date;
+  completed_at: string | Date | null;
+}
+
+interface SessionFileRow {
+  id: string;
+  filename: string;
+  content_type: string;
+  size_bytes: string | number;
+  sha256: string;
+  storage_key: string;
+  document_id: string | null;
+  created_at: string | Date;
+}
+
+const iso = (value: string | Date | null) => (value === null ? null : new Date(value).toISOString());
+
+export async function createSession(sql: SqlRunner, collection: CollectionRecord, input: { metadata: Record<string, unknown>; onDuplicate: OnDuplicate }): Promise<SessionRow> {
+  // Checked now so that a session cannot be filled only to be refused at completion.
+  checkMetadata(collection, input.metadata);
+  const [row] = await sql<SessionRow>(
+    `insert into upload_sessions (id, collection_id, status, metadata, on_duplicate, batch_id, created_at, updated_at)
+     values (?, ?, 'open', ?::jsonb, ?, null, now(), now()) returning *`,
+    [randomUUID(), collection.id, JSON.stringify(input.metadata), input.onDuplicate],
+  );
+  return row!;
+}
+
+export async function findSession(sql: SqlRunner, collection: CollectionRecord, id: string): Promise<SessionRow> {
+  const [row] = await sql<SessionRow>('select * from upload_sessions where id = ? and collection_id = ?', [id, collection.id]);
+  if (!row) throw new NotFoundError(`Upload session ${id} not found in collection ${collection.name}`);
+  return row;
+}
+
+function wrongState(session: { id: string; status: SessionStatus }, action: string): ConflictError {
+  return new ConflictError(`Upload session ${session.id} is ${session.status}: only an open session can ${action}`);
+}
+
+export function assertOpen(session: SessionRow, action: string): void {
+  if (session.status !== 'open') throw wrongState(session, action);
+}
+
+/** Records stored files in the session, in one statement that only writes while the session is open. */
+export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files: ReceivedFile[]): Promise<void> {
+  const rows = files.map((file, index) => ({
+    id: randomUUID(), ord: index, filename: file.filename, content_type: file.contentType, size_bytes: file.upload.sizeBytes,
+    sha256: file.upload.sha256, storage_key: file.upload.storageKey,
+  }));
+  const inserted = await sql<{ id: string }>(
+    `insert into upload_session_files (id, session_id, filename, content_type, size_bytes, sha256, storage_key, document_id, created_at)
+     select r.id, s.id, r.filename, r.content_type, r.size_bytes, r.sha256, r.storage_key, null, now() + r.ord * interval '1 microsecond'
+     from jsonb_to_recordset(?::jsonb) as r(id uuid, ord int, filename text, content_type text, size_bytes bigint, sha256 text, storage_key text)
+     cross join (select id from upload_sessions where id = ? and status = 'open') as s
+     returning id`,
+    [JSON.stringify(rows), session.id],
+  );
+  // Completed or cancelled while the files were streaming in.
+  if (inserted.length === 0 && rows.length > 0) throw wrongState(await currentState(sql, session), 'take files');
+  await sql('update upload_sessions set updated_at = now() where id = ?', [session.id]);
+}
+
+async function currentState(sql: SqlRunner, session: SessionRow): Promise<SessionRow> {
+  const [row] = await sql<SessionRow>('select * from upload_sessions where id = ?', [session.id]);
+  return row ?? session;
+}
+
+async function sessionFiles(sql: SqlRunner, sessionId: string): Promise<SessionFileRow[]> {
+  return sql<SessionFileRow>('select * from upload_session_files where session_id = ? order by created_at, id', [sessionId]);
+}
+
+/**
+ * Turns the session's files into documents, all in one batch (`source: "session"`). The session
+ * is claimed with a conditional update, so two concurrent completions cannot both run; on failure
+ * (metadata no longer valid, say) it is open again and its files are kept.
+ */
+export async function completeSession(runtime: IntakeRuntime, collection: CollectionRecord, session: SessionRow) {
+  const files = await sessionFiles(runtime.sql, session.id);
+  if (session.status === 'open' && files.length === 0) throw new BadRequestError(`Upload session ${session.id} has no files: add some with PUT .../uploads/${session.id}/files first`);
+  const [claimed] = await runtime.sql<SessionRow>(
+    `update upload_sessions set status = 'completing', updated_at = now() where id = ? and status = 'open' returning *`, [session.id],
+  );
+  if (!claimed) throw wrongState(await currentState(runtime.sql, session), 'be completed');
+  const batchId = newBatchId();
+  let admitted;
+  try {
+    await openBatch(runtime.sql, collection.id, batchId, 'session');
+    admitted = await admitFiles(runtime, collection, files.map((file) => ({
+      filename: file.filename, contentType: file.content_type,
+      upload: { storageKey: file.storage_key, sizeBytes: Number(file.size_bytes), sha256: file.sha256 },
+    })), { metadata: claimed.metadata, onDuplicate: claimed.on_duplicate, batchId });
+  } catch (error) {
+    await discardBatch(runtime.sql, batchId);
+    await runtime.sql(`update upload_sessions set status = 'open', updated_at = now() where id = ?`, [session.id]);
+    throw error;
+  }
+  await recordBatchFiles(runtime.sql, batchId, admitted.map(admittedEntry));
+  await runtime.sql(
+    `update upload_session_files f set document_id = u.document_id from jsonb_to_recordset(?::jsonb) as u(id uuid, document_id uuid) where f.id = u.id`,
+    [JSON.stringify(files.map((file, index) => ({ id: file.id, document_id: admitted[index]!.document.id })))],
+  );
+  const [completing] = await runtime.sql<SessionRow>('update upload_sessions set batch_id = ?, updated_at = now() where id = ? returning *', [batchId, session.id]);
+  return { session: completing!, documents: admitted.map((entry) => serializeAdmitted(entry, collection.name)) };
+}
+
+/** Cancels an open session and removes its stored files; the session stays readable as `cancelled`. */
+export async function cancelSession(sql: SqlRunner, files: { remove(key: string): Promise<void> }, session: SessionRow): Promise<void> {
+  const [cancelled] = await sql<SessionRow>(`update upload_sessions set status = 'cancelled', updated_at = now() where id = ? and status = 'open' returning *`, [session.id]);
+  if (!cancelled) throw wrongState(await currentState(sql, session), 'be cancelled');
+  const stored = await sql<{ storage_key: string }>('delete from upload_session_files where session_id = ? returning storage_key', [session.id]);
+  for (const file of stored) await files.remove(file.storage_key);
+}
+
+/** A batch deleted since counts as done: nothing of it is left to ingest. */
+async function batchDone(sql: SqlRunner, collection: CollectionRecord, batchId: string): Promise<boolean> {
+  try {
+    return (await batchStatus(sql, await findBatch(sql, collection, batchId))).done;
+  } catch (error) {
+    if (error instanceof NotFoundError) return true;
+    throw error;
+  }
+}
+
+/**
+ * The session as the API shows it. A `completing` session whose batch has finished (every
+ * document ready or failed) is `completed` from then on.
+ */
+export async function sessionView(sql: SqlRunner, collection: CollectionRecord, session: SessionRow) {
+  let current = session;
+  if (current.status === 'completing' && current.batch_id) {
+    if (await batchDone(sql, collection, current.batch_id)) {
+      const [updated] = await sql<SessionRow>(
+        `update upload_sessions set status = 'completed', completed_at = now(), updated_at = now() where id = ? and status = 'completing' returning *`, [current.id],
+      );
+      current = updated ?? current;
+    }
+  }
+  const files = await sessionFiles(sql, current.id);
+  return {
+    id: current.id,
+    collection: collection.name,
+    status: current.status,
+    metadata: current.metadata,
+    on_duplicate: current.on_duplicate,
+    batch_id: current.batch_id,
+    file_count: files.length,
+    total_bytes: files.reduce((sum, file) => sum + Number(file.size_bytes), 0),
+    files: files.map((file) => ({
+      id: file.id, filename: file.filename, content_type: file.content_type, size_bytes: Number(file.size_bytes), sha256: file.sha256,
+      document_id: file.document_id, created_at: iso(file.created_at),
+    })),
+    created_at: iso(current.created_at),
+    updated_at: iso(current.updated_at),
+    completed_at: iso(current.completed_at),
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * Original files in an S3-compatible bucket (s3rver in this process on 127.0.0.1): the same store
+ * checks run against the local store and the S3 store, then the HTTP API with FILE_STORE=s3 —
+ * upload, batch, session, ingest, reprocess, and deletions that remove the objects.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import t from 'tap';
+import { loadConfig, type S3StoreConfig } from '../../src/config.js';
+import { LocalFileStore, type FileStore } from '../../src/storage/file-store.js';
+import { S3FileStore } from '../../src/storage/s3-file-store.js';
+import { buildTestApp, multipartUpload, setupAdmin, testBackends, waitForIngestion } from '../support/test-app.js';
+import { startLocalS3 } from './s3-server.js';
+
+/** `megabytes` of deterministic bytes, produced a chunk at a time. */
+function generated(megabytes: number): { stream: () => Readable; sha256: string; size: number } {
+  const chunk = (index: number) => Buffer.alloc(1024 * 1024, `block ${index} `);
+  const hash = createHash('sha256');
+  for (let index = 0; index < megabytes; index++) hash.update(chunk(index));
+  return {
+    stream: () => Readable.from((function* () {
+      for (let index = 0; index < megabytes; index++) yield chunk(index);
+    })()),
+    sha256: hash.digest('hex'),
+    size: megabytes * 1024 * 1024,
+  };
+}
+
+async function objectKeys(config: S3StoreConfig): Promise<string[]> {
+  const client = new S3Client({
+    region: config.region, endpoint: config.endpoint, forcePathStyle: true,
+    credentials: { accessKeyId: config.accessKeyId!, secretAccessKey: config.secretAccessKey! },
+  });
+  try {
+    const listed = await client.send(new ListObjectsV2Command({ Bucket: config.bucket }));
+    return (listed.Contents ?? []).map((object) => object.Key!).sort();
+  } finally {
+    client.destroy();
+  }
+}
+
+t.test('configuration: FILE_STORE and the S3 settings', async (t) => {
+  const defaults = loadConfig({});
+  t.equal(defaults.fileStore, 'local');
+  t.match(defaults.s3, { region: 'us-east-1', forcePathStyle: false, prefix: '' });
+  const s3 = loadConfig({ FILE_STORE: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'http://127.0.0.1:9000', S3_FORCE_PATH_STYLE: 'true', S3_PREFIX: 'rs/' });
+  t.match(s3, { fileStore: 's3', s3: { bucket: 'b', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true, prefix: 'rs/' } });
+  t.throws(() => loadConfig({ FILE_STORE: 'gcs' }), /FILE_STORE must be "local" or "s3"/);
+  t.throws(() => loadConfig({ FILE_STORE: 's3' }), /needs S3_BUCKET/);
+});
+
+t.test('file store behaviour, local and S3', async (t) => {
+  const s3 = await startLocalS3('store-checks', 'checks/');
+  const root = await mkdtemp(path.join(os.tmpdir(), 'rs-store-'));
+  const s3Store = new S3FileStore(s3.config);
+  t.teardown(async () => {
+    await s3Store.close();
+    await s3.close();
+    await rm(root, { recursive: true, force: true });
+  });
+  const stores: Array<[string, FileStore]> = [['local', new LocalFileStore(root)], ['s3', s3Store]];
+  for (const [name, store] of stores) {
+    await t.test(name, async (t) => {
+      await store.write('c1/small', Readable.from([Buffer.from('hello '), Buffer.from('world')]));
+      t.equal((await store.read('c1/small')).toString(), 'hello world');
+      t.equal(await store.size('c1/small'), 11);
+      const chunks: Buffer[] = [];
+      for await (const chunk of await store.openRead('c1/small')) chunks.push(Buffer.from(chunk));
+      t.equal(Buffer.concat(chunks).toString(), 'hello world', 'openRead streams the bytes');
+
+      // Larger than two S3 parts (8 MiB each): the multipart path, one part in memory at a time.
+      const big = generated(17);
+      await store.write('c1/big', big.stream());
+      t.equal(await store.size('c1/big'), big.size);
+      t.equal(createHash('sha256').update(await store.read('c1/big')).digest('hex'), big.sha256, 'the large file reads back intact');
+
+      await store.write('c1/elements/d1/0', Readable.from([Buffer.from('png')]));
+      await store.write('c1/elements/d1/1', Readable.from([Buffer.from('jpg')]));
+      await store.remove('c1/elements/d1');
+      await t.rejects(store.read('c1/elements/d1/0'), 'a prefix removes every key below it');
+      t.equal((await store.read('c1/small')).toString(), 'hello world', 'and nothing beside it');
+      await store.remove('c1/small');
+      await t.rejects(store.read('c1/small'), 'a removed key is gone');
+      await t.rejects(store.openRead('c1/missing'), 'opening a missing key rejects');
+      await store.remove('c1/missing');
+
+      let sent = 0;
+      const failing = new Readable({
+        read() {
+          if (sent++ < 3) this.push(Buffer.alloc(4 * 1024 * 1024, 1));
+          else this.destroy(new Error('client went away'));
+        },
+      });
+      await t.rejects(store.write('c1/broken', failing), /client went away/, 'a source that fails fails the write');
+
+      for (const key of ['../escape', 'c1/../../escape', 'c1/./x', '/abs', 'c1//x', '', 'c1/a b']) {
+        await t.rejects(store.write(key, Readable.from([Buffer.from('x')])), /unsafe storage key/, `refuses key ${JSON.stringify(key)}`);
+      }
+      await store.remove('c1');
+      await t.rejects(store.read('c1/big'));
+    });
+  }
+  t.same(await objectKeys(s3.config), [], 'the bucket is empty again (no aborted multipart leftovers as objects)');
+  t.notOk(existsSync(path.join(root, '..', 'escape')), 'nothing escaped the local root');
+});
+
+for (const backend of testBackends()) {
+  t.test(`${backend}: the API with FILE_STORE=s3`, async (t) => {
+    const s3 = await startLocalS3('rs-files', 'svc');
+    const ctx = await buildTestApp(backend, { fileStore: 's3', s3: s3.config });
+    t.teardown(async () => {
+      await ctx.close();
+      await s3.close();
+    });
+    const { app } = ctx;
+    const admin = { cookie: await setupAdmin(app) };
+    const created = await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'bucketed' } });
+    const collectionId = created.json().id as string;
+    const objects = async () => (await objectKeys(s3.config)).filter((key) => key.startsWith(`svc/${collectionId}/`));
+    const send = (url: string, files: Array<{ filename: string; content: string }>, method: 'POST' | 'PUT' = 'POST') => {
+      const body = multipartUpload(files.map((file) => ({ ...file, contentType: 'text/plain' })));
+      return app.inject({ method, url, headers: { ...admin, ...body.headers }, payload: body.payload });
+    };
+
+    const single = await send('/v1/collections/bucketed/documents', [{ filename: 'tides.txt', content: 'Tide tables predict the harbour depth at dawn.' }]);
+    t.equal(single.statusCode, 202, single.body.slice(0, 200));
+    t.equal((await objects()).length, 1, 'the original is an object in the bucket, under the prefix');
+    t.notOk(existsSync(path.join(ctx.services.config.dataDir, 'files')), 'nothing under DATA_DIR/files');
+
+    const batch = await send('/v1/collections/bucketed/documents/batch', [
+      { filename: 'cranes.txt', content: 'Cranes unload containers onto the quay.' },
+      { filename: 'pilots.txt', content: 'Pilots guide ships through the narrow channel.' },
+    ]);
+    t.equal(batch.statusCode, 202);
+    t.equal((await objects()).length, 3);
+
+    const session = (await app.inject({ method: 'POST', url: '/v1/collections/bucketed/uploads', headers: admin })).json();
+    t.equal((await send(`/v1/collections/bucketed/uploads/${session.id}/files`, [{ filename: 'draft.txt', content: 'A draft that is never completed.' }], 'PUT')).statusCode, 200);
+    t.equal((await objects()).length, 4);
+    t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/bucketed/uploads/${session.id}`, headers: admin })).statusCode, 204);
+    t.equal((await objects()).length, 3, 'a cancelled session\'s objects are removed');
+
+    const documents = await waitForIngestion(app, 'bucketed', admin);
+    t.same(documents.map((document) => document.status), ['ready', 'ready', 'ready'], 'ingestion reads the originals from the bucket');
+    const hits = (await app.inject({ method: 'POST', url: '/v1/collections/bucketed/query', headers: admin, payload: { query: 'harbour depth', search_mode: 'keyword' } })).json();
+    t.equal(hits.results[0]?.document_id, single.json().id);
+
+    const reprocessed = await app.inject({ method: 'POST', url: `/v1/collections/bucketed/documents/${single.json().id}/reprocess`, headers: admin });
+    t.equal(reprocessed.statusCode, 202);
+    t.same((await waitForIngestion(app, 'bucketed', admin)).map((document) => document.status), ['ready', 'ready', 'ready'], 'reprocessing reads from the bucket again');
+
+    t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/bucketed/documents/${single.json().id}`, headers: admin })).statusCode, 204);
+    t.equal((await objects()).length, 2, 'deleting a document removes its object');
+    t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/bucketed/batches/${batch.json().batch_id}`, headers: admin })).statusCode, 204);
+    t.same(await objects(), [], 'deleting a batch removes its objects');
+
+    await send('/v1/collections/bucketed/documents', [{ filename: 'last.txt', content: 'The last file before the collection goes.' }]);
+    t.equal((await objects()).length, 1);
+    t.equal((await app.inject({ method: 'DELETE', url: '/v1/collections/bucketed', headers: admin })).statusCode, 204);
+    t.same(await objects(), [], 'deleting the collection removes every object under it');
+  });
+}
