@@ -15,6 +15,8 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { SecretBox } from '../../src/crypto/secret-box.js';
 import type { CollectionRecord } from '../../src/db/entities/index.js';
 import { arrayToLiteral } from '../../src/db/sql-runner.js';
+import { EmbeddingCache } from '../../src/embedding/embedding-cache.js';
+import { EmbeddingUsageLedger } from '../../src/embedding/embedding-usage.js';
 import { EmbeddingModels } from '../../src/ingestion/embedding-models.js';
 import { PluginRegistry } from '../../src/plugin-registry.js';
 import type { SqlRunner } from '../../src/plugins.js';
@@ -23,6 +25,7 @@ import { createMemoryKeywordIndex } from '../../src/search/keyword/memory-keywor
 import { createSqlKeywordIndex } from '../../src/search/keyword/sql-keyword-index.js';
 import { QueryCache } from '../../src/search/query-cache.js';
 import type { QueryEventRecorder } from '../../src/search/query-events.js';
+import { RerankerModels } from '../../src/search/reranker-selection.js';
 import { prepareCollectionIndexes, type SearchIndexes } from '../../src/search/search-indexes.js';
 
 type Statement = <Row = Record<string, unknown>>(query: string, params?: unknown[]) => Promise<Row[]>;
@@ -111,11 +114,19 @@ export async function openRawPglite(dataDir: string): Promise<PGlite> {
 
 /** What the service passes to queryCollection, minus the query-event writes (buffered there, 1/s). */
 export function directRuntime(sql: SqlRunner, indexes: SearchIndexes): QueryRuntime {
-  const embeddings = new EmbeddingModels(new PluginRegistry(), new SecretBox(undefined));
+  const registry = new PluginRegistry();
+  const secrets = new SecretBox(undefined);
+  const remoteCalls = { timeoutMs: 30_000, maxRetries: 4, concurrency: 8 };
+  const logger = { warn() {} };
+  const embeddings = new EmbeddingModels(registry, secrets, {
+    cache: new EmbeddingCache(sql), ledger: new EmbeddingUsageLedger(sql), cacheEnabled: async () => true, remoteCalls, logger,
+  });
+  const rerankers = new RerankerModels(registry, secrets, { remoteCalls, logger });
   const events = { record() {}, start() {}, async flush() {}, async stop() {} } as unknown as QueryEventRecorder;
   return {
     sql, indexes,
     embeddingModelFor: (collection) => embeddings.forCollection(collection),
+    rerankerFor: (collection) => rerankers.forCollection(collection),
     cache: new QueryCache<QueryResponse>(),
     cacheTtlSeconds: async () => 60,
     events,

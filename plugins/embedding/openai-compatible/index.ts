@@ -1,0 +1,23 @@
+/**
+ * Self-hosted servers that speak OpenAI's embeddings protocol: Ollama (`http://localhost:11434/v1`),
+ * vLLM, LocalAI, text-embeddings-inference. `embedding_base_url` is required and `/embeddings` is
+ * appended (api-contract 3); the key is optional. Requests carry at most 32 inputs, the default
+ * `--max-client-batch-size` of text-embeddings-inference, the strictest of these servers.
+ */
+import { openAiEmbeddingsProtocol } from '../../../src/embedding/openai-embeddings-protocol.js';
+import { createRemoteEmbeddingModel, type RemoteEmbeddingPluginSpec } from '../../../src/embedding/remote-embedding-plugin.js';
+import type { PluginDefinition } from '../../../src/plugins.js';
+
+const spec: RemoteEmbeddingPluginSpec = {
+  provider: 'openai_compatible',
+  models: [],
+  protocol: (model) => openAiEmbeddingsProtocol(model, { maxInputs: 32 }),
+};
+
+export const openAiCompatibleEmbeddingPlugin: PluginDefinition<'embedding'> = {
+  kind: 'embedding',
+  name: 'openai_compatible',
+  description: 'Any server speaking the OpenAI embeddings protocol (Ollama, vLLM, LocalAI, TEI); needs embedding_base_url, model and dimension',
+  models: spec.models,
+  create: (config, deps) => createRemoteEmbeddingModel(spec, config, deps),
+};

@@ -1,0 +1,24 @@
+/**
+ * Cohere Rerank API v2 (POST https://api.cohere.com/v2/rerank): `{model, query, documents, top_n}`
+ * → `{results: [{index, relevance_score}]}`. `reranking_model` `cohere/rerank-v3.5`.
+ */
+import { createRemoteReranker, relevanceScores, type RemoteRerankerSpec } from '../../../src/embedding/remote-reranker.js';
+import type { PluginDefinition } from '../../../src/plugins.js';
+
+const spec: RemoteRerankerSpec = {
+  provider: 'cohere',
+  defaultBaseUrl: 'https://api.cohere.com/v2',
+  defaultModel: 'rerank-v3.5',
+  protocol: {
+    path: 'rerank',
+    body: (model, query, documents) => ({ model, query, documents, top_n: documents.length }),
+    parse: relevanceScores,
+  },
+};
+
+export const cohereRerankerPlugin: PluginDefinition<'reranker'> = {
+  kind: 'reranker',
+  name: 'cohere',
+  description: 'Cohere Rerank (rerank-v3.5, rerank-english-v3.0...); needs an API key',
+  create: (config, deps) => createRemoteReranker(spec, config, deps),
+};

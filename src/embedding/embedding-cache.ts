@@ -1,0 +1,82 @@
+import { createHash } from 'node:crypto';
+import type { SqlRunner } from '../plugins.js';
+
+/** Rows per statement: one statement costs ~1 ms on PGlite whatever its size, so writes go in bulk. */
+const ROWS_PER_STATEMENT = 1000;
+
+/** Everything that decides which vector a text gets. */
+export interface EmbeddingIdentity {
+  provider: string;
+  model: string;
+  dimension: number;
+  /** Two servers may serve different weights under one model name. */
+  baseUrl: string;
+  /** Cohere and Voyage embed documents and queries differently. */
+  purpose: 'document' | 'query';
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+export function modelKey(identity: EmbeddingIdentity): string {
+  return sha256(JSON.stringify([identity.provider, identity.model, identity.dimension, identity.baseUrl, identity.purpose]));
+}
+
+export function textHash(text: string): string {
+  return sha256(text);
+}
+
+function encodeVector(vector: readonly number[]): string {
+  return Buffer.from(Float32Array.from(vector).buffer).toString('base64');
+}
+
+function decodeVector(encoded: string): number[] {
+  const bytes = Buffer.from(encoded, 'base64');
+  // Copied into a fresh buffer: a decoded Buffer may start at an offset that is not 4-aligned.
+  const floats = new Float32Array(bytes.length / 4);
+  new Uint8Array(floats.buffer).set(bytes);
+  return Array.from(floats);
+}
+
+/**
+ * Vectors of texts already embedded, in the database (shared by replicas, kept across restarts),
+ * keyed by model and text hash. Vectors are kept as float32, the precision every vector store
+ * here indexes at, so a cached vector ranks exactly as a fresh one.
+ */
+export class EmbeddingCache {
+  constructor(private readonly sql: SqlRunner) {}
+
+  async lookup(key: string, hashes: readonly string[]): Promise<Map<string, number[]>> {
+    const found = new Map<string, number[]>();
+    for (let start = 0; start < hashes.length; start += ROWS_PER_STATEMENT) {
+      const rows = await this.sql<{ text_hash: string; embedding: string }>(
+        'select text_hash, embedding from embedding_cache where model_key = ? and text_hash = any(?::text[])',
+        [key, hashes.slice(start, start + ROWS_PER_STATEMENT)],
+      );
+      for (const row of rows) found.set(row.text_hash, decodeVector(row.embedding));
+    }
+    return found;
+  }
+
+  async store(key: string, entries: ReadonlyArray<{ hash: string; vector: readonly number[] }>): Promise<void> {
+    for (let start = 0; start < entries.length; start += ROWS_PER_STATEMENT) {
+      const rows = entries.slice(start, start + ROWS_PER_STATEMENT).map((entry) => ({ h: entry.hash, e: encodeVector(entry.vector) }));
+      await this.sql(
+        `insert into embedding_cache (model_key, text_hash, embedding, created_at)
+         select ?, r.h, r.e, now() from jsonb_to_recordset(?::jsonb) as r(h text, e text)
+         on conflict (model_key, text_hash) do nothing`,
+        [key, JSON.stringify(rows)],
+      );
+    }
+  }
+
+  /** Empties the cache; returns how many vectors it held. */
+  async purge(): Promise<number> {
+    const [row] = await this.sql<{ purged: string | number }>('with gone as (delete from embedding_cache returning 1) select count(*) as purged from gone');
+    return Number(row?.purged ?? 0);
+  }
+
+  async size(): Promise<number> {
+    const [row] = await this.sql<{ entries: string | number }>('select count(*) as entries from embedding_cache');
+    return Number(row?.entries ?? 0);
+  }
+}

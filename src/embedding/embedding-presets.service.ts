@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import type { SecretBox } from '../crypto/secret-box.js';
+import { ConflictError, NotFoundError, ProviderError } from '../errors.js';
+import type { EmbeddingModels } from '../ingestion/embedding-models.js';
+import type { PluginRegistry } from '../plugin-registry.js';
+import type { SqlRunner } from '../plugins.js';
+import { checkEmbeddingChoice } from './embedding-choice.js';
+
+export interface EmbeddingPresetRecord {
+  id: string;
+  name: string;
+  provider: string;
+  model: string;
+  baseUrl: string | null;
+  apiKeySealed: string | null;
+  dimension: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface EmbeddingPresetInput {
+  name?: string | undefined;
+  provider?: string | undefined;
+  model?: string | undefined;
+  /** Write-only; `null` clears the stored key. */
+  api_key?: string | null | undefined;
+  base_url?: string | null | undefined;
+  dimension?: number | undefined;
+}
+
+export interface ConnectionSettings {
+  provider: string;
+  model?: string | undefined;
+  apiKey?: string | undefined;
+  baseUrl?: string | undefined;
+  dimension?: number | undefined;
+}
+
+interface PresetRow {
+  id: string; name: string; provider: string; model: string; base_url: string | null; api_key_sealed: string | null;
+  dimension: number; created_at: string | Date; updated_at: string | Date;
+}
+
+const PRESET_FIELD_NAMES = { model: 'model', baseUrl: 'base_url', apiKey: 'api_key' };
+const TEST_TEXT = 'retrieval-service connection test';
+
+function fromRow(row: PresetRow): EmbeddingPresetRecord {
+  return {
+    id: row.id, name: row.name, provider: row.provider, model: row.model, baseUrl: row.base_url, apiKeySealed: row.api_key_sealed,
+    dimension: Number(row.dimension), createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at),
+  };
+}
+
+/** Keys are never returned: `has_api_key` says whether one is stored (api-contract 2). */
+export function serializePreset(preset: EmbeddingPresetRecord) {
+  return {
+    id: preset.id, name: preset.name, provider: preset.provider, model: preset.model, base_url: preset.baseUrl,
+    dimension: preset.dimension, has_api_key: preset.apiKeySealed !== null,
+    created_at: preset.createdAt.toISOString(), updated_at: preset.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * Embedding presets (spec 2.11): a named provider, model, dimension, base URL and key that
+ * collections are created from. Checked like a collection's own settings; keys sealed with MASTER_KEY.
+ */
+export class EmbeddingPresetService {
+  constructor(
+    private readonly sql: SqlRunner,
+    private readonly secrets: SecretBox,
+    private readonly registry: PluginRegistry,
+    private readonly models: EmbeddingModels,
+  ) {}
+
+  async list(limit: number, offset: number): Promise<{ data: EmbeddingPresetRecord[]; total: number }> {
+    const rows = await this.sql<PresetRow>('select * from embedding_presets order by name limit ? offset ?', [limit, offset]);
+    const [count] = await this.sql<{ total: string | number }>('select count(*) as total from embedding_presets');
+    return { data: rows.map(fromRow), total: Number(count?.total ?? 0) };
+  }
+
+  async find(id: string): Promise<EmbeddingPresetRecord | null> {
+    const [row] = await this.sql<PresetRow>('select * from embedding_presets where id = ?', [id]);
+    return row ? fromRow(row) : null;
+  }
+
+  async get(id: string): Promise<EmbeddingPresetRecord> {
+    const preset = await this.find(id);
+    if (!preset) throw new NotFoundError(`Embedding preset ${id} not found`);
+    return preset;
+  }
+
+  async create(input: EmbeddingPresetInput & { name: string; provider: string }): Promise<EmbeddingPresetRecord> {
+    const apiKeySealed = input.api_key ? this.secrets.seal(input.api_key) : null;
+    const { model, dimension } = checkEmbeddingChoice(this.registry, {
+      provider: input.provider, model: input.model, dimension: input.dimension, baseUrl: input.base_url, hasApiKey: apiKeySealed !== null,
+    }, PRESET_FIELD_NAMES);
+    const rows = await this.write(
+      `insert into embedding_presets (id, name, provider, model, base_url, api_key_sealed, dimension, created_at, updated_at)
+       values (?, ?, ?, ?, ?, ?, ?, now(), now()) returning *`,
+      [randomUUID(), input.name, input.provider, model, input.base_url ?? null, apiKeySealed, dimension],
+      input.name,
+    );
+    return fromRow(rows[0]!);
+  }
+
+  async update(id: string, input: EmbeddingPresetInput): Promise<EmbeddingPresetRecord> {
+    const current = await this.get(id);
+    const provider = input.provider ?? current.provider;
+    // A new provider starts from its own defaults rather than the old provider's model.
+    const providerChanged = provider !== current.provider;
+    const apiKeySealed = input.api_key === undefined ? current.apiKeySealed : input.api_key === null ? null : this.secrets.seal(input.api_key);
+    const baseUrl = input.base_url === undefined ? current.baseUrl : input.base_url;
+    const { model, dimension } = checkEmbeddingChoice(this.registry, {
+      provider,
+      model: input.model ?? (providerChanged ? undefined : current.model),
+      dimension: input.dimension ?? (providerChanged || input.model !== undefined ? undefined : current.dimension),
+      baseUrl,
+      hasApiKey: input.api_key === null ? undefined : apiKeySealed !== null,
+    }, PRESET_FIELD_NAMES);
+    const name = input.name ?? current.name;
+    const rows = await this.write(
+      `update embedding_presets set name = ?, provider = ?, model = ?, base_url = ?, api_key_sealed = ?, dimension = ?, updated_at = now()
+       where id = ? returning *`,
+      [name, provider, model, baseUrl, apiKeySealed, dimension, id],
+      name,
+    );
+    if (!rows[0]) throw new NotFoundError(`Embedding preset ${id} not found`);
+    return fromRow(rows[0]);
+  }
+
+  async delete(id: string): Promise<void> {
+    const rows = await this.sql('delete from embedding_presets where id = ? returning id', [id]);
+    if (rows.length === 0) throw new NotFoundError(`Embedding preset ${id} not found`);
+  }
+
+  private async write(query: string, params: unknown[], name: string): Promise<PresetRow[]> {
+    try {
+      return await this.sql<PresetRow>(query, params);
+    } catch (error) {
+      if ((error as { code?: string }).code === '23505' || /unique|duplicate key/i.test((error as Error).message)) {
+        throw new ConflictError(`An embedding preset named ${name} already exists`);
+      }
+      throw error;
+    }
+  }
+
+  /** A real round trip to the provider with a saved preset's settings and key. */
+  async testSaved(id: string) {
+    const preset = await this.get(id);
+    return this.test({
+      provider: preset.provider, model: preset.model, dimension: preset.dimension, baseUrl: preset.baseUrl ?? undefined,
+      apiKey: preset.apiKeySealed ? this.secrets.open(preset.apiKeySealed) : undefined,
+    });
+  }
+
+  /**
+   * Embeds one short text with the given settings. A provider failure is an answer (`ok: false`
+   * with the provider's message), not an error of this request; settings that cannot form a model
+   * at all (no base URL for a self-hosted server...) are a 400.
+   */
+  async test(settings: ConnectionSettings) {
+    const model = this.models.create(settings.provider, {
+      model: settings.model, dimension: settings.dimension, apiKey: settings.apiKey, baseUrl: settings.baseUrl, anyDimension: true,
+    });
+    const started = performance.now();
+    const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
+    try {
+      const result = await model.embed([TEST_TEXT], 'document');
+      return { ok: true, provider: settings.provider, model: model.model, dimension: result.vectors[0]!.length, tokens: result.tokens, latency_ms: elapsed() };
+    } catch (error) {
+      if (!(error instanceof ProviderError)) throw error;
+      return { ok: false, provider: settings.provider, model: model.model, error: error.message, latency_ms: elapsed() };
+    }
+  }
+}

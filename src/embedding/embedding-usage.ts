@@ -1,0 +1,97 @@
+import type { SqlRunner } from '../plugins.js';
+import { embeddingCostUsd } from './rate-card.js';
+
+export interface EmbeddingUsageEntry {
+  collectionId: string;
+  provider: string;
+  model: string;
+  /** Texts asked for, cached or not. */
+  texts: number;
+  /** Tokens the provider billed (0 when every text came from the cache). */
+  tokens: number;
+  cacheHits: number;
+  cacheMisses: number;
+}
+
+export interface EmbeddingUsageSummary {
+  tokens: number;
+  cost_usd_estimate: number;
+  texts: number;
+  cache_hits: number;
+  cache_misses: number;
+  /** Share of texts answered from the cache, 0 when none were asked for. */
+  cache_hit_ratio: number;
+}
+
+interface UsageRow {
+  collection_id: string;
+  provider: string;
+  model: string;
+  texts: string | number;
+  tokens: string | number;
+  cache_hits: string | number;
+  cache_misses: string | number;
+}
+
+const ratio = (part: number, whole: number) => (whole > 0 ? Math.round((part / whole) * 10_000) / 10_000 : 0);
+
+/** Adds rows of possibly several models into one summary, pricing each model by the rate card. */
+function summarize(rows: readonly UsageRow[]): EmbeddingUsageSummary {
+  let tokens = 0;
+  let cost = 0;
+  let texts = 0;
+  let hits = 0;
+  let misses = 0;
+  for (const row of rows) {
+    tokens += Number(row.tokens);
+    cost += embeddingCostUsd(row.provider, row.model, Number(row.tokens));
+    texts += Number(row.texts);
+    hits += Number(row.cache_hits);
+    misses += Number(row.cache_misses);
+  }
+  return {
+    tokens, cost_usd_estimate: Math.round(cost * 1e6) / 1e6, texts, cache_hits: hits, cache_misses: misses, cache_hit_ratio: ratio(hits, hits + misses),
+  };
+}
+
+/** Embedding tokens and cache use per collection and UTC day: one upsert per embedding call. */
+export class EmbeddingUsageLedger {
+  constructor(private readonly sql: SqlRunner) {}
+
+  async record(entry: EmbeddingUsageEntry): Promise<void> {
+    await this.sql(
+      `insert into embedding_usage (collection_id, day, provider, model, texts, tokens, cache_hits, cache_misses)
+       values (?, (now() at time zone 'UTC')::date, ?, ?, ?, ?, ?, ?)
+       on conflict (collection_id, day, provider, model) do update set
+         texts = embedding_usage.texts + excluded.texts, tokens = embedding_usage.tokens + excluded.tokens,
+         cache_hits = embedding_usage.cache_hits + excluded.cache_hits, cache_misses = embedding_usage.cache_misses + excluded.cache_misses`,
+      [entry.collectionId, entry.provider, entry.model, entry.texts, entry.tokens, entry.cacheHits, entry.cacheMisses],
+    );
+  }
+
+  private rows(where: string, params: unknown[]): Promise<UsageRow[]> {
+    return this.sql<UsageRow>(
+      `select collection_id, provider, model, sum(texts) as texts, sum(tokens) as tokens, sum(cache_hits) as cache_hits, sum(cache_misses) as cache_misses
+       from embedding_usage ${where} group by collection_id, provider, model`,
+      params,
+    );
+  }
+
+  /** Lifetime usage of one collection. */
+  async forCollection(collectionId: string): Promise<EmbeddingUsageSummary> {
+    return summarize(await this.rows('where collection_id = ?', [collectionId]));
+  }
+
+  /** Lifetime usage of the instance, deleted collections included. */
+  async total(): Promise<EmbeddingUsageSummary> {
+    return summarize(await this.rows('', []));
+  }
+
+  /** Usage since `since` (a UTC day start): in all, deleted collections included, and per collection id. */
+  async since(since: Date): Promise<{ total: EmbeddingUsageSummary; perCollection: Map<string, EmbeddingUsageSummary> }> {
+    const rows = await this.rows('where day >= ?::date', [since.toISOString().slice(0, 10)]);
+    const byCollection = new Map<string, UsageRow[]>();
+    for (const row of rows) byCollection.set(row.collection_id, [...(byCollection.get(row.collection_id) ?? []), row]);
+    return { total: summarize(rows), perCollection: new Map([...byCollection].map(([id, collectionRows]) => [id, summarize(collectionRows)])) };
+  }
+}

@@ -1,0 +1,22 @@
+import type { BatchLimits } from './embedding-batches.js';
+import { at, listAt, tokenCount, type EmbeddingProtocol } from './remote-embedding-model.js';
+
+/**
+ * POST {base}/embeddings as OpenAI defines it, which Ollama, vLLM, LocalAI and TEI also speak:
+ * `{model, input: [...], encoding_format, dimensions?}` → `{data: [{index, embedding}], usage: {prompt_tokens}}`.
+ * Items are put back in `index` order, since the order of `data` is not promised.
+ */
+export function openAiEmbeddingsProtocol(model: string, limits: BatchLimits, dimensions?: number): EmbeddingProtocol {
+  return {
+    limits,
+    request: (texts) => ({
+      path: 'embeddings',
+      body: { model, input: texts, encoding_format: 'float', ...(dimensions === undefined ? {} : { dimensions }) },
+    }),
+    parse: (response) => {
+      const items = listAt(response, 'data').map((item, position) => ({ index: Number(at(item, 'index') ?? position), embedding: at(item, 'embedding') }));
+      items.sort((a, b) => a.index - b.index);
+      return { vectors: items.map((item) => item.embedding), tokens: tokenCount(at(response, 'usage', 'prompt_tokens') ?? at(response, 'usage', 'total_tokens')) };
+    },
+  };
+}

@@ -1,0 +1,152 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ProviderError } from '../errors.js';
+import type { PluginLogger, RemoteCallPolicy } from '../plugins.js';
+import { ConcurrencyLimit, type Priority } from './concurrency-limit.js';
+
+export const DEFAULT_REMOTE_CALL_POLICY: RemoteCallPolicy = { timeoutMs: 30_000, maxRetries: 4, concurrency: 8 };
+
+/** A server asking to wait longer than this is treated as down for now: the job queue retries later. */
+const MAX_RETRY_DELAY_MS = 60_000;
+/** Backoff without Retry-After: 0.5 s, 1 s, 2 s, 4 s, 8 s (±20 %), the same curve as the SDK's (spec 8). */
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_MAX_MS = 8_000;
+/** Provider messages are for people; a page of HTML from a proxy is not. */
+const MAX_MESSAGE_LENGTH = 300;
+
+export interface ProviderClientOptions {
+  /** Names the provider in messages: `openai answered 401: ...`. */
+  provider: string;
+  apiKey?: string | undefined;
+  /** Builds the authentication headers from the key; Bearer by default. */
+  authHeaders?: (apiKey: string) => Record<string, string>;
+  policy?: RemoteCallPolicy | undefined;
+  fetch?: typeof fetch | undefined;
+  logger?: PluginLogger | undefined;
+}
+
+function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+/** `Retry-After` in seconds or as an HTTP date, or OpenAI's `retry-after-ms`; undefined when absent or unreadable. */
+export function retryAfterMs(headers: Headers, now = Date.now()): number | undefined {
+  const milliseconds = Number(headers.get('retry-after-ms') ?? Number.NaN);
+  if (Number.isFinite(milliseconds) && milliseconds >= 0) return milliseconds;
+  const value = headers.get('retry-after');
+  if (value === null || value.trim() === '') return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function backoffMs(attempt: number): number {
+  const base = Math.min(BACKOFF_BASE_MS * 2 ** attempt, BACKOFF_MAX_MS);
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}
+
+/** The human part of an error body: OpenAI `{error:{message}}`, Cohere `{message}`, Voyage/Jina `{detail}`, TEI `{error}`. */
+export function providerMessage(body: string): string {
+  let message = body.trim();
+  try {
+    const json = JSON.parse(body) as Record<string, unknown>;
+    const error = json.error as Record<string, unknown> | string | undefined;
+    const detail = json.detail as unknown;
+    const candidate = (typeof error === 'object' && error !== null ? error.message : error) ?? json.message
+      ?? (Array.isArray(detail) ? detail.map((item) => (item as { msg?: unknown }).msg ?? JSON.stringify(item)).join('; ') : detail);
+    if (typeof candidate === 'string' && candidate.trim() !== '') message = candidate.trim();
+  } catch {
+    // Not JSON: the text itself is the message.
+  }
+  if (message === '') return 'no message';
+  return message.length > MAX_MESSAGE_LENGTH ? `${message.slice(0, MAX_MESSAGE_LENGTH)}...` : message;
+}
+
+/**
+ * The one HTTP client of every plugin that calls a model provider: JSON POSTs with a timeout per
+ * attempt, retries with backoff on 429, 5xx, timeouts and connection failures (honouring
+ * Retry-After), a bound on requests in flight, and errors that carry the provider's message but
+ * never the API key (providers sometimes echo it back, e.g. "Incorrect API key provided: sk-...").
+ */
+export class ProviderHttpClient {
+  readonly limit: ConcurrencyLimit;
+  private readonly policy: RemoteCallPolicy;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(private readonly options: ProviderClientOptions) {
+    this.policy = options.policy ?? DEFAULT_REMOTE_CALL_POLICY;
+    this.limit = new ConcurrencyLimit(this.policy.concurrency);
+    this.fetchImpl = options.fetch ?? fetch;
+  }
+
+  /** Removes the API key from any text that leaves this client (messages, logs). */
+  redact(text: string): string {
+    const key = this.options.apiKey;
+    return key && key.length >= 4 ? text.split(key).join('[redacted]') : text;
+  }
+
+  private fail(message: string, retryable: boolean): ProviderError {
+    return new ProviderError(this.redact(`${this.options.provider} ${message}`), retryable);
+  }
+
+  postJson(url: string, body: unknown, priority: Priority = 'background'): Promise<unknown> {
+    return this.limit.run(() => this.postWithRetries(url, JSON.stringify(body)), priority);
+  }
+
+  private async postWithRetries(url: string, payload: string): Promise<unknown> {
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+    if (this.options.apiKey) Object.assign(headers, (this.options.authHeaders ?? bearer)(this.options.apiKey));
+    for (let attempt = 0; ; attempt++) {
+      const canRetry = attempt < this.policy.maxRetries;
+      let status: number;
+      let text: string;
+      let responseHeaders: Headers;
+      try {
+        const response = await this.fetchImpl(url, { method: 'POST', headers, body: payload, signal: AbortSignal.timeout(this.policy.timeoutMs) });
+        status = response.status;
+        responseHeaders = response.headers;
+        text = await response.text();
+      } catch (error) {
+        const failure = describeTransportError(error, this.policy.timeoutMs);
+        if (!canRetry) throw this.fail(failure, true);
+        await this.pause(backoffMs(attempt), { attempt, reason: failure });
+        continue;
+      }
+      if (status >= 200 && status < 300) return this.parse(text);
+      const message = `answered ${status}: ${providerMessage(text)}`;
+      if (!isRetryableStatus(status)) throw this.fail(message, false);
+      const delay = retryAfterMs(responseHeaders) ?? backoffMs(attempt);
+      if (!canRetry || delay > MAX_RETRY_DELAY_MS) throw this.fail(message, true);
+      await this.pause(delay, { attempt, status, reason: message });
+    }
+  }
+
+  private parse(text: string): unknown {
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw this.fail('answered with a body that is not JSON', false);
+    }
+  }
+
+  private async pause(delayMs: number, details: Record<string, unknown>): Promise<void> {
+    this.options.logger?.warn({ provider: this.options.provider, ...details, reason: this.redact(String(details.reason)), retry_in_ms: delayMs }, 'provider call failed; retrying');
+    await sleep(delayMs);
+  }
+}
+
+function bearer(apiKey: string): Record<string, string> {
+  return { authorization: `Bearer ${apiKey}` };
+}
+
+function describeTransportError(error: unknown, timeoutMs: number): string {
+  const name = (error as { name?: string }).name;
+  if (name === 'TimeoutError' || name === 'AbortError') return `did not answer within ${timeoutMs} ms`;
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return `could not be reached: ${cause?.code ?? cause?.message ?? (error as Error).message ?? String(error)}`;
+}
+
+/** Joins a base URL (which includes its version segment, api-contract 3) and a path. */
+export function endpoint(baseUrl: string, path: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
+}

@@ -1,0 +1,55 @@
+import type { SecretBox } from '../crypto/secret-box.js';
+import type { CollectionRecord } from '../db/entities/index.js';
+import { BadRequestError } from '../errors.js';
+import type { PluginRegistry } from '../plugin-registry.js';
+import type { PluginLogger, RemoteCallPolicy, Reranker } from '../plugins.js';
+
+const REMOTE_RERANKING_PROVIDERS = ['cohere', 'voyage', 'openai_compatible'];
+
+/**
+ * `reranking_model` (api-contract 3): `local` (also what no model means) or `<provider>/<model>`,
+ * split at the first slash so that model names with slashes (`BAAI/bge-reranker-base`) survive.
+ */
+export function parseRerankingModel(value: string | null): { provider: string; model: string | undefined } {
+  if (value === null || value === 'local') return { provider: 'local', model: undefined };
+  const slash = value.indexOf('/');
+  return slash < 0 ? { provider: value, model: undefined } : { provider: value.slice(0, slash), model: value.slice(slash + 1) };
+}
+
+/** Refuses a reranking model this installation cannot run, naming the field (400). */
+export function checkRerankingSettings(registry: PluginRegistry, model: string | null, baseUrl: string | null): void {
+  const { provider, model: name } = parseRerankingModel(model);
+  if (provider === 'local') return;
+  if (!REMOTE_RERANKING_PROVIDERS.includes(provider) || !registry.has('reranker', provider) || !name) {
+    throw new BadRequestError(`reranking_model must be "local" or "<provider>/<model>" with provider ${REMOTE_RERANKING_PROVIDERS.join(', ')} (e.g. cohere/rerank-v3.5); got "${model}"`);
+  }
+  if (provider === 'openai_compatible' && !baseUrl) {
+    throw new BadRequestError('reranking_base_url is required for an openai_compatible reranking_model ("/rerank" is appended to it)');
+  }
+}
+
+/** One reranker instance per collection configuration, so its bound on requests in flight holds for the collection. */
+export class RerankerModels {
+  private readonly instances = new Map<string, Reranker>();
+
+  constructor(
+    private readonly registry: PluginRegistry,
+    private readonly secrets: SecretBox,
+    private readonly options: { remoteCalls: RemoteCallPolicy; logger: PluginLogger },
+  ) {}
+
+  forCollection(collection: CollectionRecord): Reranker {
+    const key = [collection.id, collection.rerankingModel ?? '', collection.rerankingBaseUrl ?? '', collection.rerankingApiKeySealed ?? ''].join('|');
+    let reranker = this.instances.get(key);
+    if (!reranker) {
+      const { provider, model } = parseRerankingModel(collection.rerankingModel ?? null);
+      reranker = this.registry.create('reranker', provider, {
+        ...(model ? { model } : {}),
+        ...(collection.rerankingBaseUrl ? { baseUrl: collection.rerankingBaseUrl } : {}),
+        ...(collection.rerankingApiKeySealed ? { apiKey: this.secrets.open(collection.rerankingApiKeySealed) } : {}),
+      }, this.options);
+      this.instances.set(key, reranker);
+    }
+    return reranker;
+  }
+}

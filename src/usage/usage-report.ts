@@ -1,0 +1,100 @@
+import type { EmbeddingUsageLedger, EmbeddingUsageSummary } from '../embedding/embedding-usage.js';
+import type { SqlRunner } from '../plugins.js';
+
+type Count = string | number;
+
+const DAY_MS = 86_400_000;
+const round2 = (value: number) => Math.round(value * 100) / 100;
+
+interface QueryStats {
+  queries: number;
+  latencySum: number;
+}
+
+function dayStart(date: Date): Date {
+  return new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate()));
+}
+
+const averageLatency = (stats: QueryStats | undefined) => (stats && stats.queries > 0 ? round2(stats.latencySum / stats.queries) : 0);
+
+/**
+ * The usage report of spec 2.9. The window is the last `windowDays` UTC days, today included:
+ * queries, their latency and embedding tokens (with their rate-card cost) are counted in it;
+ * documents, chunks and storage are lifetime totals. `by_collection` lists every collection, idle
+ * ones included (api-contract 5); the totals also count tokens of collections deleted since.
+ * With `onlyCollection` (a pinned API key) the report covers that collection alone.
+ */
+export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, windowDays: number, onlyCollection?: string) {
+  const since = new Date(dayStart(new Date()).getTime() - (windowDays - 1) * DAY_MS);
+  const sinceIso = since.toISOString();
+  const collections = await sql<{ id: string; name: string; dimension: number }>(
+    `select id, name, dimension from collections ${onlyCollection ? 'where name = ?' : ''} order by name`, onlyCollection ? [onlyCollection] : [],
+  );
+  const documents = await sql<{ collection_id: string; documents: Count; bytes: Count }>(
+    'select collection_id, count(*) as documents, coalesce(sum(size_bytes), 0) as bytes from documents group by collection_id',
+  );
+  const chunks = await sql<{ collection_id: string; chunks: Count; bytes: Count }>(
+    'select collection_id, count(*) as chunks, coalesce(sum(octet_length(text)), 0) as bytes from chunks group by collection_id',
+  );
+  const queries = await sql<{ collection_id: string; day: string; queries: Count; latency: number | null }>(
+    `select collection_id, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day, count(*) as queries, sum(latency_ms) as latency
+     from query_events where created_at >= ?::timestamptz group by 1, 2`, [sinceIso],
+  );
+  const embedding = await ledger.since(since);
+
+  const documentsBy = new Map(documents.map((row) => [row.collection_id, row]));
+  const chunksBy = new Map(chunks.map((row) => [row.collection_id, row]));
+  const included = new Set(collections.map((collection) => collection.id));
+  const queriesBy = new Map<string, QueryStats>();
+  const queriesByDay = new Map<string, QueryStats>();
+  for (const row of queries) {
+    if (!included.has(row.collection_id)) continue;
+    for (const [map, key] of [[queriesBy, row.collection_id], [queriesByDay, row.day]] as const) {
+      const stats = map.get(key) ?? { queries: 0, latencySum: 0 };
+      stats.queries += Number(row.queries);
+      stats.latencySum += Number(row.latency ?? 0);
+      map.set(key, stats);
+    }
+  }
+
+  const noUsage: EmbeddingUsageSummary = { tokens: 0, cost_usd_estimate: 0, texts: 0, cache_hits: 0, cache_misses: 0, cache_hit_ratio: 0 };
+  const byCollection = collections.map((collection) => {
+    const chunkRow = chunksBy.get(collection.id);
+    const chunkCount = Number(chunkRow?.chunks ?? 0);
+    const usage = embedding.perCollection.get(collection.id) ?? noUsage;
+    const stats = queriesBy.get(collection.id);
+    return {
+      collection: collection.name,
+      documents: Number(documentsBy.get(collection.id)?.documents ?? 0),
+      chunks: chunkCount,
+      // Original files, chunk text, and float32 vectors (one per chunk).
+      storage_bytes: Number(documentsBy.get(collection.id)?.bytes ?? 0) + Number(chunkRow?.bytes ?? 0) + chunkCount * collection.dimension * 4,
+      embedding_tokens: usage.tokens,
+      embedding_cost_usd_estimate: usage.cost_usd_estimate,
+      queries: stats?.queries ?? 0,
+      avg_latency_ms: averageLatency(stats),
+    };
+  });
+
+  const timeline = Array.from({ length: windowDays }, (_, index) => {
+    const date = new Date(since.getTime() + index * DAY_MS);
+    const stats = queriesByDay.get(date.toISOString().slice(0, 10));
+    return { date: date.toISOString(), queries: stats?.queries ?? 0, avg_latency_ms: averageLatency(stats) };
+  });
+  const all = [...queriesBy.values()].reduce((sum, stats) => ({ queries: sum.queries + stats.queries, latencySum: sum.latencySum + stats.latencySum }), { queries: 0, latencySum: 0 });
+  const tokens = onlyCollection ? byCollection.reduce((sum, row) => sum + row.embedding_tokens, 0) : embedding.total.tokens;
+  const cost = onlyCollection ? byCollection.reduce((sum, row) => sum + row.embedding_cost_usd_estimate, 0) : embedding.total.cost_usd_estimate;
+  return {
+    window_days: windowDays,
+    queries_total: all.queries,
+    queries_per_day_avg: round2(all.queries / windowDays),
+    documents_total: byCollection.reduce((sum, row) => sum + row.documents, 0),
+    chunks_total: byCollection.reduce((sum, row) => sum + row.chunks, 0),
+    storage_bytes_total: byCollection.reduce((sum, row) => sum + row.storage_bytes, 0),
+    embedding_tokens_total: tokens,
+    embedding_cost_usd_estimate: Math.round(cost * 1e6) / 1e6,
+    avg_latency_ms: averageLatency(all),
+    timeline,
+    by_collection: byCollection,
+  };
+}

@@ -1,0 +1,30 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { collectionPin } from '../auth/actor.js';
+import { requireActor } from '../http/authenticate.js';
+import { scope } from '../http/route-access.js';
+import type { AppServices } from '../services.js';
+import { usageReport } from './usage-report.js';
+
+/** Spec 8: `window_days` is an integer from 1 to 365, 30 by default. */
+const WindowQuery = Type.Object({ window_days: Type.Integer({ minimum: 1, maximum: 365, default: 30 }) }, { additionalProperties: false });
+
+/** The usage report (spec 2.9, 4.4): sessions, or keys with `audit:read`. */
+export const usageRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
+  const tags = ['usage'];
+  const report = async (windowDays: number, onlyCollection?: string) => {
+    // Query events are buffered for a second; the report counts every query answered so far.
+    await services.queryRuntime.events.flush();
+    return usageReport(services.sql, services.embeddingUsage, windowDays, onlyCollection);
+  };
+
+  app.get('/v1/usage', {
+    config: scope('audit:read'),
+    schema: { tags, summary: 'Usage over the trailing window; a pinned key sees its collection only', querystring: WindowQuery },
+  }, async (request) => report(request.query.window_days, collectionPin(requireActor(request)) ?? undefined));
+
+  app.get('/v1/status/usage', {
+    config: scope('audit:read', { refusePinned: true }),
+    schema: { tags, summary: 'The usage report of the whole instance (refused for pinned keys)', querystring: WindowQuery },
+  }, async (request) => report(request.query.window_days));
+};

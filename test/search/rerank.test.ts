@@ -1,0 +1,145 @@
+/**
+ * Reranking (spec 2.6 `rerank`, 2.3 `reranking_enabled` / `reranking_model`, api-contract 3):
+ * the built-in `local` reranker and the Cohere, Voyage and self-hosted (TEI, Jina) rerankers,
+ * through queries over the HTTP API. First-stage fixtures are raw vectors searched by keyword, so
+ * the candidate lists are known exactly.
+ */
+import t from 'tap';
+import { localRelevanceScores } from '../../plugins/reranker/local/index.js';
+import { assertError } from '../support/assertions.js';
+import { fakeRelevance, startProviderFake } from '../support/provider-fakes.js';
+import { buildTestApp, setupAdmin, testBackends } from '../support/test-app.js';
+import { providerApi } from '../providers/provider-api.js';
+
+const KEY = 'rr-test-RERANK-key-5555';
+const DIMENSION = 8;
+const QUERY = 'solar panel installation guide';
+/** BM25 prefers the short list of the query's words; a reader (and the reranker) prefers the text saying exactly this. */
+const TEXTS: Record<string, string> = {
+  reversed: 'guide: installation, panel, solar',
+  repeat: 'solar solar solar panel panel panel installation installation notes',
+  scattered: 'a guide for roofs: the installation takes a day, and each solar array has one panel per row',
+  exact: 'the solar panel installation guide for small homes',
+  partial: 'panel discussion about guide dogs',
+  noise: 'garden tools and spring tulips',
+};
+
+const vector = (seed: number) => Array.from({ length: DIMENSION }, (_, index) => Math.sin(seed * 7 + index));
+
+for (const backend of testBackends()) {
+  t.test(backend, async (t) => {
+    const fake = await startProviderFake({ apiKey: KEY });
+    t.teardown(() => fake.close());
+    const ctx = await buildTestApp(backend, { providerTimeoutMs: 1000, providerMaxRetries: 1 });
+    t.teardown(() => ctx.close());
+    const cookie = await setupAdmin(ctx.app);
+    const api = providerApi(ctx.app, { cookie });
+
+    const makeCollection = async (name: string, extra: Record<string, unknown> = {}) => {
+      await api.createCollection({ name, dimension: DIMENSION, default_search_mode: 'keyword', ...extra });
+      await api.ok('POST', `/v1/collections/${name}/vectors/upsert`, {
+        vectors: Object.entries(TEXTS).map(([id, text], index) => ({ id, text, embedding: vector(index + 1) })),
+      });
+    };
+    const ids = (answer: { results: Array<{ id: string }> }) => answer.results.map((result) => result.id);
+
+    await makeCollection('plain');
+    const firstStage = await api.query('plain', { query: QUERY, top_k: 10 });
+
+    await t.test('rerank: true reorders by the local reranker and keeps top_k', async (t) => {
+      t.equal(ids(firstStage)[0], 'reversed', 'BM25 alone ranks the bare word list first');
+      t.notOk('rerank_ms' in firstStage.timings, 'no rerank stage unless asked');
+      const scores = localRelevanceScores(QUERY, firstStage.results.map((result: { id: string; text: string }) => ({ id: result.id, text: result.text })));
+      const expected = firstStage.results.map((result: { id: string }, index: number) => ({ id: result.id, score: scores[index]! }))
+        .sort((a: { score: number }, b: { score: number }) => b.score - a.score);
+      const reranked = await api.query('plain', { query: QUERY, top_k: 3, rerank: true });
+      t.same(ids(reranked), expected.slice(0, 3).map((item: { id: string }) => item.id));
+      t.equal(ids(reranked)[0], 'exact', 'the text saying exactly the query comes first');
+      t.equal(reranked.total, 3);
+      for (const result of reranked.results) {
+        t.equal(result.score, result.scores.rerank, 'score is the reranker score');
+        t.type(result.scores.keyword, 'number', 'the first-stage score is kept beside it');
+      }
+      t.type(reranked.timings.rerank_ms, 'number');
+      const again = await api.query('plain', { query: QUERY, top_k: 3, rerank: true });
+      t.same(ids(again), ids(reranked), 'deterministic');
+    });
+
+    await t.test('candidates beyond top_k are read: the best may come from further down', async (t) => {
+      const position = ids(firstStage).indexOf('exact');
+      t.ok(position >= 1, `first stage puts it at ${position + 1}`);
+      const answer = await api.query('plain', { query: QUERY, top_k: 1, rerank: true });
+      t.same(ids(answer), ['exact']);
+    });
+
+    await t.test('reranking_enabled makes reranking the default; rerank: false turns it off', async (t) => {
+      await makeCollection('enabled', { reranking_enabled: true });
+      const byDefault = await api.query('enabled', { query: QUERY, top_k: 2 });
+      t.equal(ids(byDefault)[0], 'exact');
+      t.type(byDefault.timings.rerank_ms, 'number');
+      const off = await api.query('enabled', { query: QUERY, top_k: 2, rerank: false });
+      t.same(ids(off), ids(firstStage).slice(0, 2));
+      t.notOk('rerank_ms' in off.timings);
+      const semantic = await api.query('enabled', { query: QUERY, top_k: 2, search_mode: 'hybrid' });
+      t.equal(semantic.results.length, 2, 'hybrid results are reranked too');
+      const batch = await api.ok('POST', '/v1/batch/query', { queries: [{ collection: 'plain', query: QUERY, top_k: 1, rerank: true }] });
+      t.same(ids(batch.results[0]), ['exact'], 'batch items take rerank');
+    });
+
+    const remotes: Array<{ model: string; base: string; route: Parameters<typeof fake.requestsTo>[0]; body(body: any): void; key: boolean }> = [
+      { model: 'cohere/rerank-v3.5', base: fake.baseUrl('cohere'), route: 'cohere-rerank', key: true, body: (body) => t.match(body, { model: 'rerank-v3.5', query: QUERY, top_n: body.documents.length }) },
+      { model: 'voyage/rerank-2.5', base: fake.baseUrl('voyage'), route: 'voyage-rerank', key: true, body: (body) => t.match(body, { model: 'rerank-2.5', query: QUERY, top_k: body.documents.length }) },
+      { model: 'openai_compatible/BAAI/bge-reranker-base', base: fake.baseUrl('tei'), route: 'tei-rerank', key: false, body: (body) => t.match(body, { query: QUERY, texts: body.documents }) },
+      { model: 'openai_compatible/jina-reranker-v2-base-multilingual', base: fake.baseUrl('jina'), route: 'jina-rerank', key: true, body: (body) => t.match(body, { model: 'jina-reranker-v2-base-multilingual', query: QUERY }) },
+    ];
+    for (const remote of remotes) {
+      await t.test(`${remote.model}: the provider's scores order the results`, async (t) => {
+        const name = `remote-${remote.route}`;
+        await makeCollection(name, { reranking_enabled: true, reranking_model: remote.model, reranking_base_url: remote.base, ...(remote.key ? { reranking_api_key: KEY } : {}) });
+        fake.reset();
+        const answer = await api.query(name, { query: QUERY, top_k: 3 });
+        const [call] = fake.requestsTo(remote.route);
+        t.ok(call, 'the reranker was called');
+        remote.body(call!.body);
+        t.equal(call!.authorization, remote.key ? `Bearer ${KEY}` : undefined);
+        const documents: string[] = call!.body.documents;
+        t.equal(documents.length, firstStage.results.length, 'every first-stage candidate is sent');
+        const expected = documents.map((text) => ({ text, score: fakeRelevance(QUERY, text) })).sort((a, b) => b.score - a.score).slice(0, 3);
+        t.same(answer.results.map((result: { text: string }) => result.text), expected.map((item) => item.text));
+        t.same(answer.results.map((result: { score: number }) => result.score), expected.map((item) => item.score));
+      });
+    }
+
+    await t.test('a reranker failure is a 502 with its message, never its key', async (t) => {
+      const wrongKey = 'rr-WRONG-key-do-not-echo';
+      await makeCollection('bad-reranker', { reranking_enabled: true, reranking_model: 'cohere/rerank-v3.5', reranking_base_url: fake.baseUrl('cohere'), reranking_api_key: wrongKey });
+      const answer = await api.send('POST', '/v1/collections/bad-reranker/query', { query: QUERY });
+      assertError(t, answer, 502, 'cohere answered 401: invalid api token [redacted]');
+      t.notMatch(answer.body, wrongKey);
+      fake.failNext('voyage-rerank', { malformed: true });
+      await api.ok('PATCH', '/v1/collections/bad-reranker', { reranking_model: 'voyage/rerank-2.5', reranking_base_url: fake.baseUrl('voyage'), reranking_api_key: KEY });
+      assertError(t, await api.send('POST', '/v1/collections/bad-reranker/query', { query: QUERY }), 502, 'voyage answered with a body that is not JSON');
+      t.equal((await api.send('POST', '/v1/collections/bad-reranker/query', { query: QUERY, rerank: false })).statusCode, 200, 'still queryable without reranking');
+    });
+
+    await t.test('reranking_model must be local or <provider>/<model>; refused updates change nothing', async (t) => {
+      const before = await api.ok('GET', '/v1/collections/plain');
+      const refused: Array<[Record<string, unknown>, RegExp]> = [
+        [{ reranking_model: 'acme/reranker' }, /reranking_model must be "local" or "<provider>\/<model>"/],
+        [{ reranking_model: 'cohere' }, /reranking_model must be/],
+        [{ reranking_model: 'cohere/' }, /reranking_model must be/],
+        [{ reranking_model: 'openai_compatible/bge' }, /reranking_base_url is required/],
+      ];
+      for (const [body, detail] of refused) {
+        assertError(t, await api.send('PATCH', '/v1/collections/plain', body), 400, detail, JSON.stringify(body));
+        assertError(t, await api.send('POST', '/v1/collections', { name: 'refused-reranker', ...body }), 400, detail, `create ${JSON.stringify(body)}`);
+      }
+      t.same(await api.ok('GET', '/v1/collections/plain'), before, 'unchanged');
+      assertError(t, await api.send('GET', '/v1/collections/refused-reranker'), 404, undefined, 'not created');
+      const accepted = await api.ok('PATCH', '/v1/collections/plain', { reranking_model: 'openai_compatible/bge', reranking_base_url: fake.baseUrl('tei') });
+      t.match(accepted, { reranking_model: 'openai_compatible/bge', reranking_base_url: fake.baseUrl('tei') });
+      await api.ok('PATCH', '/v1/collections/plain', { reranking_model: null, reranking_base_url: null });
+      t.same(ids(await api.query('plain', { query: QUERY, top_k: 1, rerank: true })), ['exact'], 'no model means local');
+    });
+  });
+}
