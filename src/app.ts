@@ -4,13 +4,19 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { adminApiKeyRoutes } from './admin/api-keys.routes.js';
 import { adminAuditRoutes } from './admin/audit.routes.js';
+import { adminEmbeddingCacheRoutes } from './admin/embedding-cache.routes.js';
+import { adminEmbeddingPresetRoutes } from './admin/embedding-presets.routes.js';
 import { adminSettingsRoutes } from './admin/settings.routes.js';
 import { adminUserRoutes } from './admin/users.routes.js';
+import { adminVectorStorageRoutes } from './admin/vector-storage.routes.js';
 import { authRoutes } from './auth/auth.routes.js';
 import { collectionRoutes } from './collections/collections.routes.js';
 import { instanceStatsRoutes } from './collections/instance-stats.routes.js';
+import { batchRoutes } from './documents/batches.routes.js';
 import { documentRoutes } from './documents/documents.routes.js';
 import { queryRoutes } from './search/query.routes.js';
+import { usageRoutes } from './usage/usage.routes.js';
+import { uploadSessionRoutes } from './uploads/upload-sessions.routes.js';
 import { vectorRoutes } from './vectors/vectors.routes.js';
 import { healthRoutes } from './health/health.routes.js';
 import { authenticate } from './http/authenticate.js';
@@ -60,11 +66,17 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
   await app.register(adminApiKeyRoutes, { services });
   await app.register(adminAuditRoutes, { services });
   await app.register(adminSettingsRoutes, { services });
+  await app.register(adminEmbeddingCacheRoutes, { services });
+  await app.register(adminEmbeddingPresetRoutes, { services });
+  await app.register(adminVectorStorageRoutes, { services });
   await app.register(collectionRoutes, { services });
   await app.register(documentRoutes, { services });
+  await app.register(batchRoutes, { services });
+  await app.register(uploadSessionRoutes, { services });
   await app.register(queryRoutes, { services });
   await app.register(vectorRoutes, { services });
   await app.register(instanceStatsRoutes, { services });
+  await app.register(usageRoutes, { services });
   return app;
 }
 

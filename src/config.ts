@@ -22,6 +22,29 @@ export interface Config {
   workerConcurrency: number;
   /** How long an API key lookup may be answered from memory before the database is asked again. */
   apiKeyCacheMs: number;
+  /** Timeout of one attempt of a call to an embedding or reranking provider. */
+  providerTimeoutMs: number;
+  /** Further attempts of a provider call after a 429, a 5xx, a timeout or a connection failure. */
+  providerMaxRetries: number;
+  /** Requests in flight to one collection's embedding or reranking provider. */
+  providerConcurrency: number;
+  /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
+  fileStore: 'local' | 's3';
+  s3: S3StoreConfig;
+  /** An `llm` plugin that reads images, used to caption image elements; unset: images are not captioned. */
+  captionLlm: { plugin: string; model: string | undefined; apiKey: string | undefined; baseUrl: string | undefined } | undefined;
+}
+
+export interface S3StoreConfig {
+  endpoint: string | undefined;
+  bucket: string | undefined;
+  region: string;
+  accessKeyId: string | undefined;
+  secretAccessKey: string | undefined;
+  /** Path-style URLs (`endpoint/bucket/key`), which MinIO, Ceph and most self-hosted stores need. */
+  forcePathStyle: boolean;
+  /** Prepended to every key, so one bucket can serve several installations. */
+  prefix: string;
 }
 
 export class ConfigError extends Error {}
@@ -53,6 +76,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (keywordIndex !== 'memory' && keywordIndex !== 'sql') {
     throw new ConfigError(`KEYWORD_INDEX must be "memory" or "sql", got "${keywordIndex}"`);
   }
+  const fileStore = optional(env, 'FILE_STORE') ?? 'local';
+  if (fileStore !== 'local' && fileStore !== 's3') throw new ConfigError(`FILE_STORE must be "local" or "s3", got "${fileStore}"`);
+  if (fileStore === 's3' && !optional(env, 'S3_BUCKET')) throw new ConfigError('FILE_STORE=s3 needs S3_BUCKET');
+  const captionPlugin = optional(env, 'CAPTION_LLM');
   return {
     port: integer(env, 'PORT', 8080),
     host: optional(env, 'HOST') ?? '0.0.0.0',
@@ -68,5 +95,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uploadLimitBytes: integer(env, 'UPLOAD_LIMIT_BYTES', 100 * 1024 * 1024, 1024),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 2),
     apiKeyCacheMs: integer(env, 'API_KEY_CACHE_MS', 2000),
+    providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 30_000, 1),
+    providerMaxRetries: integer(env, 'PROVIDER_MAX_RETRIES', 4),
+    providerConcurrency: integer(env, 'PROVIDER_CONCURRENCY', 8, 1),
+    fileStore,
+    s3: {
+      endpoint: optional(env, 'S3_ENDPOINT'),
+      bucket: optional(env, 'S3_BUCKET'),
+      region: optional(env, 'S3_REGION') ?? 'us-east-1',
+      accessKeyId: optional(env, 'S3_ACCESS_KEY_ID'),
+      secretAccessKey: optional(env, 'S3_SECRET_ACCESS_KEY'),
+      forcePathStyle: optional(env, 'S3_FORCE_PATH_STYLE') === 'true',
+      prefix: optional(env, 'S3_PREFIX') ?? '',
+    },
+    captionLlm: captionPlugin
+      ? { plugin: captionPlugin, model: optional(env, 'CAPTION_LLM_MODEL'), apiKey: optional(env, 'CAPTION_LLM_API_KEY'), baseUrl: optional(env, 'CAPTION_LLM_BASE_URL') }
+      : undefined,
   };
 }

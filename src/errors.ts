@@ -86,3 +86,14 @@ export class ServiceUnavailableError extends AppError {
     super(503, 'unavailable', detail);
   }
 }
+
+/**
+ * A model provider (embeddings, reranking) refused or failed a call. `detail` is the provider's own
+ * message with any API key removed; `retryable` says whether trying later may succeed (429, 5xx,
+ * timeouts) or not (a bad key, a bad request).
+ */
+export class ProviderError extends AppError {
+  constructor(detail: string, readonly retryable: boolean) {
+    super(502, 'provider_error', detail);
+  }
+}

@@ -1,5 +1,13 @@
+import { cohereEmbeddingPlugin } from '../plugins/embedding/cohere/index.js';
 import { localEmbeddingPlugin } from '../plugins/embedding/local/index.js';
+import { openAiCompatibleEmbeddingPlugin } from '../plugins/embedding/openai-compatible/index.js';
+import { openAiEmbeddingPlugin } from '../plugins/embedding/openai/index.js';
+import { voyageEmbeddingPlugin } from '../plugins/embedding/voyage/index.js';
 import { builtInParsers } from '../plugins/parser/index.js';
+import { cohereRerankerPlugin } from '../plugins/reranker/cohere/index.js';
+import { localRerankerPlugin } from '../plugins/reranker/local/index.js';
+import { openAiCompatibleRerankerPlugin } from '../plugins/reranker/openai-compatible/index.js';
+import { voyageRerankerPlugin } from '../plugins/reranker/voyage/index.js';
 import { embeddedVectorStorePlugin } from '../plugins/vector-store/embedded/index.js';
 import { pgvectorStorePlugin } from '../plugins/vector-store/pgvector/index.js';
 import { BadRequestError } from './errors.js';
@@ -8,6 +16,14 @@ import type { Parser, PluginDefinition, PluginDependencies, PluginKind, PluginKi
 /** Every built-in plugin. Adding a provider means one folder under plugins/ and one line here. */
 const BUILT_IN: PluginDefinition[] = [
   localEmbeddingPlugin,
+  openAiEmbeddingPlugin,
+  cohereEmbeddingPlugin,
+  voyageEmbeddingPlugin,
+  openAiCompatibleEmbeddingPlugin,
+  localRerankerPlugin,
+  cohereRerankerPlugin,
+  voyageRerankerPlugin,
+  openAiCompatibleRerankerPlugin,
   ...builtInParsers,
   embeddedVectorStorePlugin,
   pgvectorStorePlugin,
@@ -18,6 +34,11 @@ export class PluginRegistry {
 
   constructor(definitions: PluginDefinition[] = BUILT_IN) {
     for (const definition of definitions) this.definitions.set(`${definition.kind}/${definition.name}`, definition);
+  }
+
+  /** Adds a plugin beside the built-in ones (an embedding application's own, or a test's); the same kind and name replaces. */
+  register(definition: PluginDefinition): void {
+    this.definitions.set(`${definition.kind}/${definition.name}`, definition);
   }
 
   list<K extends PluginKind>(kind: K): PluginDefinition<K>[] {

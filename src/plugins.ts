@@ -25,6 +25,19 @@ export interface EmbeddingConfig {
   dimension?: number | undefined;
   apiKey?: string | undefined;
   baseUrl?: string | undefined;
+  /** Connection tests: take whatever dimension the model answers with (reported, not checked) when none is known. */
+  anyDimension?: boolean | undefined;
+}
+
+/** A model an embedding plugin knows; the first one a plugin lists is its default. */
+export interface EmbeddingModelInfo {
+  model: string;
+  /** The dimension the model produces when not asked for another. */
+  dimension: number;
+  /** Other dimensions the provider can produce for this model (`output_dimension`). */
+  dimensions?: readonly number[];
+  /** Any dimension from this one up to `dimension` can be asked for (OpenAI's `dimensions`). */
+  minDimension?: number;
 }
 
 // ---------- parsing ----------
@@ -112,7 +125,18 @@ export interface VectorStore {
   search(request: VectorSearchRequest): Promise<VectorHit[]>;
   /** Number of vectors stored for a collection. */
   count(collectionId: string): Promise<number>;
+  /** What an operator wants to know of one collection's vectors (GET /v1/admin/vector-storage). */
+  describe(collectionId: string): Promise<VectorStorageDetails>;
   close(): Promise<void>;
+}
+
+export interface VectorStorageDetails {
+  vectors: number;
+  /**
+   * An in-process index: whether it is in memory now, whether it came from a graph saved at the
+   * last shutdown or was rebuilt from the database, how long loading took, and its approximate size.
+   */
+  memory_index?: { loaded: boolean; source?: 'snapshot' | 'rebuild'; load_seconds?: number; approximate_bytes?: number };
 }
 
 // ---------- reranking ----------
@@ -133,10 +157,14 @@ export interface Reranker {
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
   content: string;
+  /** Pictures that go with `content`; only models with `vision` read them. */
+  images?: ReadonlyArray<{ data: Buffer; contentType: string }>;
 }
 
 export interface LanguageModel {
   readonly name: string;
+  /** The model reads `images` on messages (used to caption image elements). */
+  readonly vision?: boolean;
   complete(messages: ChatMessage[], options?: { maxTokens?: number }): Promise<string>;
   stream(messages: ChatMessage[], options?: { maxTokens?: number }): AsyncIterable<string>;
 }
@@ -176,6 +204,24 @@ export interface PluginDependencies {
    */
   sql?: SqlRunner;
   fetch?: typeof fetch;
+  /** Timeouts, retries and requests in flight of plugins that call a remote API. */
+  remoteCalls?: RemoteCallPolicy;
+  logger?: PluginLogger;
+  /** A directory of the plugin's own for derived files it can rebuild (never the source of truth). */
+  stateDirectory?: string;
+}
+
+export interface RemoteCallPolicy {
+  /** One attempt of one HTTP request, response body included. */
+  timeoutMs: number;
+  /** Further attempts after a 429, a 5xx, a timeout or a connection failure. */
+  maxRetries: number;
+  /** Requests one plugin instance keeps in flight at most. */
+  concurrency: number;
+}
+
+export interface PluginLogger {
+  warn(details: Record<string, unknown>, message: string): void;
 }
 
 export interface SqlRunner {
@@ -189,5 +235,7 @@ export interface PluginDefinition<K extends PluginKind = PluginKind> {
   kind: K;
   name: string;
   description: string;
+  /** Embedding plugins: the models they know, with their dimensions. */
+  models?: readonly EmbeddingModelInfo[];
   create(config: PluginKinds[K]['config'], deps: PluginDependencies): PluginKinds[K]['instance'];
 }

@@ -11,6 +11,10 @@ import { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/database.js';
 import { Collection, type CollectionRecord } from './db/entities/index.js';
 import { createSqlRunner } from './db/sql-runner.js';
+import { resolveCollectionEmbedding } from './embedding/collection-embedding.js';
+import { EmbeddingCache } from './embedding/embedding-cache.js';
+import { EmbeddingPresetService } from './embedding/embedding-presets.service.js';
+import { EmbeddingUsageLedger } from './embedding/embedding-usage.js';
 import { EmbeddingModels } from './ingestion/embedding-models.js';
 import type { IngestionRuntime } from './ingestion/ingest-document.js';
 import { IngestionWorker } from './ingestion/ingestion-worker.js';
@@ -22,9 +26,13 @@ import { createMemoryKeywordIndex } from './search/keyword/memory-keyword-index.
 import { createSqlKeywordIndex } from './search/keyword/sql-keyword-index.js';
 import { QueryCache } from './search/query-cache.js';
 import { QueryEventRecorder } from './search/query-events.js';
+import { checkRerankingSettings, RerankerModels } from './search/reranker-selection.js';
 import { dropCollectionIndexes, prepareCollectionIndexes, type SearchIndexes } from './search/search-indexes.js';
 import { SettingsService } from './settings/settings.service.js';
-import { LocalFileStore, type FileStore } from './storage/file-store.js';
+import { storeElementImages } from './documents/element-files.js';
+import { ImageCaptioner } from './documents/image-captioner.js';
+import { createFileStore } from './storage/create-file-store.js';
+import type { FileStore } from './storage/file-store.js';
 
 /**
  * The long-lived parts every route and worker shares. Built once per process by `createServices`
@@ -43,6 +51,9 @@ export interface AppServices {
   files: FileStore;
   indexes: SearchIndexes;
   embeddings: EmbeddingModels;
+  embeddingCache: EmbeddingCache;
+  embeddingUsage: EmbeddingUsageLedger;
+  embeddingPresets: EmbeddingPresetService;
   jobs: JobQueue;
   ingestion: IngestionWorker;
   queryRuntime: QueryRuntime;
@@ -72,16 +83,25 @@ export async function createServices(config: Config, db: Database, logger: Fasti
 
   const plugins = new PluginRegistry();
   const parsers = plugins.parsers();
-  const files = new LocalFileStore(options.filesDir ?? path.join(config.dataDir, 'files'));
+  const files = createFileStore(config, options.filesDir);
   if (config.vectorStore === 'weaviate') throw new Error('VECTOR_STORE=weaviate is not available in this version');
   const indexes: SearchIndexes = {
-    vectorStore: plugins.create('vector-store', config.vectorStore, {}, { sql }),
+    vectorStore: plugins.create('vector-store', config.vectorStore, {}, { sql, stateDirectory: path.join(config.dataDir, 'vector-store') }),
     keywordIndex: config.keywordIndex === 'memory' ? createMemoryKeywordIndex(sql) : createSqlKeywordIndex(sql),
   };
-  const embeddings = new EmbeddingModels(plugins, secrets);
+  const remoteCalls = { timeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries, concurrency: config.providerConcurrency };
+  const providerLogger = logger.child({ component: 'providers' });
+  const embeddingCache = new EmbeddingCache(sql);
+  const embeddingUsage = new EmbeddingUsageLedger(sql);
+  const embeddings = new EmbeddingModels(plugins, secrets, {
+    cache: embeddingCache, ledger: embeddingUsage, cacheEnabled: () => settings.get<boolean>('embedding_cache_enabled'), remoteCalls, logger: providerLogger,
+  });
+  const embeddingPresets = new EmbeddingPresetService(sql, secrets, plugins, embeddings);
+  const rerankers = new RerankerModels(plugins, secrets, { remoteCalls, logger: providerLogger });
   const collections = new CollectionDirectory(db.fork);
   const loadCollection = async (collectionId: string): Promise<CollectionRecord | null> => db.fork().findOne(Collection, { id: collectionId });
 
+  const captioner = new ImageCaptioner(plugins, config.captionLlm);
   const jobs = new JobQueue(sql, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   const ingestionRuntime: IngestionRuntime = {
     sql, files, parsers, vectorStore: indexes.vectorStore, keywordIndex: indexes.keywordIndex,
@@ -92,6 +112,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       return collection;
     },
     recordWrite: (collectionId) => collections.recordWrite(sql, collectionId),
+    storeElementImages: (collection, documentId, elements) => storeElementImages({ files, captioner }, collection, documentId, elements),
   };
   const ingestion = new IngestionWorker(jobs, ingestionRuntime, sql, logger, config.workerConcurrency);
 
@@ -100,6 +121,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const queryRuntime: QueryRuntime = {
     sql, indexes,
     embeddingModelFor: (collection) => embeddings.forCollection(collection),
+    rerankerFor: (collection) => rerankers.forCollection(collection),
     cache: new QueryCache<QueryResponse>(),
     cacheTtlSeconds: () => settings.get<number>('query_cache_ttl_s'),
     events,
@@ -107,16 +129,16 @@ export async function createServices(config: Config, db: Database, logger: Fasti
 
   const collectionDependencies: CollectionDependencies = {
     directory: collections, secrets, settings,
-    isProviderAvailable: (provider) => plugins.has('embedding', provider),
-    defaultModel: (provider) => (provider === 'local' ? 'local-hash-384' : ''),
-    defaultDimension: (provider) => (provider === 'local' ? 384 : undefined),
+    resolveEmbedding: (input) => resolveCollectionEmbedding({ registry: plugins, presets: embeddingPresets, secrets }, input),
+    checkReranking: (model, baseUrl) => checkRerankingSettings(plugins, model, baseUrl),
     prepareIndexes: (collection) => prepareCollectionIndexes(indexes, collection),
     dropIndexes: (collection) => dropCollectionIndexes(indexes, collection),
     removeFiles: (collection) => files.remove(collection.id),
   };
 
   return {
-    config, db, sql, secrets, settings, apiKeys, apiKeyUsage, plugins, parsers, files, indexes, embeddings, jobs, ingestion,
+    config, db, sql, secrets, settings, apiKeys, apiKeyUsage, plugins, parsers, files, indexes, embeddings, embeddingCache, embeddingUsage, embeddingPresets,
+    jobs, ingestion,
     queryRuntime, collections, collectionDependencies,
     async start() {
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
@@ -128,6 +150,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       await apiKeyUsage.stop();
       await indexes.keywordIndex.close();
       await indexes.vectorStore.close();
+      await files.close?.();
     },
   };
 }

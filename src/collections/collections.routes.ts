@@ -58,7 +58,8 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
 
   app.get('/v1/collections/:name/stats', { config: scope('collection:read'), schema: { tags, params: NameParams } }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
-    return collectionStats(services.sql, services.indexes.vectorStore, collection);
+    const embedding = { provider: collection.embeddingProvider, model: collection.embeddingModel, ...await services.embeddingUsage.forCollection(collection.id) };
+    return { ...await collectionStats(services.sql, services.indexes.vectorStore, collection), embedding };
   });
 
   app.get('/v1/collections/:name/analytics', { config: scope('collection:read'), schema: { tags, params: NameParams, querystring: WindowQuery } }, async (request) => {

@@ -4,6 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { recordAudit } from '../audit/audit.service.js';
 import { assertCollectionAccess, collectionPin, type Actor } from '../auth/actor.js';
 import type { SecretBox } from '../crypto/secret-box.js';
+import type { CollectionEmbedding } from '../embedding/collection-embedding.js';
 import { Collection, type CollectionRecord } from '../db/entities/index.js';
 import { BadRequestError, ConflictError, NotFoundError, PinnedKeyError } from '../errors.js';
 import type { SettingsService } from '../settings/settings.service.js';
@@ -19,10 +20,10 @@ export interface CollectionDependencies {
   directory: CollectionDirectory;
   secrets: SecretBox;
   settings: SettingsService;
-  /** Embedding dimension a provider/model produces when the caller does not say (local: 384). */
-  defaultDimension(provider: string, model: string): number | undefined;
-  defaultModel(provider: string): string;
-  isProviderAvailable(provider: string): boolean;
+  /** Provider, model, dimension, base URL and key of a new collection: its preset's, or its own fields and the provider's defaults (400 when they cannot work). */
+  resolveEmbedding(input: CollectionCreateInput): Promise<CollectionEmbedding>;
+  /** Refuses a `reranking_model` this installation cannot run (400 naming the field). */
+  checkReranking(model: string | null, baseUrl: string | null): void;
   /** Prepares the search indexes of a new collection. */
   prepareIndexes(collection: CollectionRecord): Promise<void>;
   /** Removes everything the search indexes hold for a collection. */
@@ -72,13 +73,8 @@ export async function createCollection(context: CollectionContext, deps: Collect
   const { em, actor } = context;
   const pin = collectionPin(actor);
   if (pin && pin !== input.name) throw new PinnedKeyError(pin);
-  const provider = input.embedding_provider ?? 'local';
-  if (!deps.isProviderAvailable(provider)) {
-    throw new BadRequestError(`embedding_provider "${provider}" is not available in this installation`);
-  }
-  const model = input.embedding_model ?? deps.defaultModel(provider);
-  const dimension = input.dimension ?? deps.defaultDimension(provider, model);
-  if (dimension === undefined) throw new BadRequestError(`dimension is required for ${provider} model ${model}`);
+  const embedding = await deps.resolveEmbedding(input);
+  deps.checkReranking(input.reranking_model ?? null, input.reranking_base_url ?? null);
   const chunkSize = input.chunk_size ?? await deps.settings.get<number>('default_chunk_size');
   const chunkOverlap = input.chunk_overlap ?? Math.min(await deps.settings.get<number>('default_chunk_overlap'), Math.floor(chunkSize / 2));
   if (chunkOverlap >= chunkSize) throw new BadRequestError('chunk_overlap must be smaller than chunk_size');
@@ -90,12 +86,12 @@ export async function createCollection(context: CollectionContext, deps: Collect
     id: randomUUID(),
     name: input.name,
     description: input.description ?? null,
-    embeddingPresetId: input.embedding_preset_id ?? null,
-    embeddingProvider: provider,
-    embeddingModel: model,
-    embeddingBaseUrl: input.embedding_base_url ?? null,
-    embeddingApiKeySealed: input.embedding_api_key ? deps.secrets.seal(input.embedding_api_key) : null,
-    dimension,
+    embeddingPresetId: embedding.presetId,
+    embeddingProvider: embedding.provider,
+    embeddingModel: embedding.model,
+    embeddingBaseUrl: embedding.baseUrl,
+    embeddingApiKeySealed: embedding.apiKeySealed,
+    dimension: embedding.dimension,
     chunkSize,
     chunkOverlap,
     chunkStrategy: input.chunk_strategy ?? 'recursive',
@@ -148,6 +144,7 @@ export async function updateCollection(context: CollectionContext, deps: Collect
   if (input.reranking_model !== undefined) collection.rerankingModel = input.reranking_model;
   if (input.reranking_base_url !== undefined) collection.rerankingBaseUrl = input.reranking_base_url;
   if (input.reranking_api_key !== undefined) collection.rerankingApiKeySealed = input.reranking_api_key === null ? null : deps.secrets.seal(input.reranking_api_key);
+  deps.checkReranking(collection.rerankingModel ?? null, collection.rerankingBaseUrl ?? null);
   if (input.multimodal_enabled !== undefined) collection.multimodalEnabled = input.multimodal_enabled;
   if (input.multimodal_enrichment_enabled !== undefined) collection.multimodalEnrichmentEnabled = input.multimodal_enrichment_enabled;
   if (input.default_top_k !== undefined) collection.defaultTopK = input.default_top_k;

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { DOCUMENT_STATUSES } from '../db/entities/index.js';
+import { embeddingCatalog } from '../embedding/embedding-catalog.js';
 import { ANY_CALLER, ANY_UNPINNED_CALLER } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 
@@ -16,6 +17,11 @@ export const instanceStatsRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
     const documentsByStatus = Object.fromEntries(DOCUMENT_STATUSES.map((status) => [status, 0])) as Record<string, number>;
     for (const row of byStatus) documentsByStatus[row.status] = Number(row.count);
     const pending = await services.jobs.pendingCount();
+    const embedding = {
+      ...await services.embeddingUsage.total(),
+      cache_enabled: await services.settings.get<boolean>('embedding_cache_enabled'),
+      cache_entries: await services.embeddingCache.size(),
+    };
     return {
       collections: Number(counts?.collections ?? 0),
       documents: Object.values(documentsByStatus).reduce((sum, count) => sum + count, 0),
@@ -27,18 +33,12 @@ export const instanceStatsRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
       database: services.db.kind,
       vector_store: services.indexes.vectorStore.name,
       keyword_index: services.indexes.keywordIndex.name,
+      embedding,
     };
   });
 
-  app.get('/v1/embeddings/models', { config: ANY_CALLER, schema: { tags: ['stats'], summary: 'Embedding models this installation offers' } }, async () => ({
-    data: services.plugins.list('embedding').map((plugin) => ({
-      provider: plugin.name,
-      model: plugin.name === 'local' ? 'local-hash-384' : null,
-      dimension: plugin.name === 'local' ? 384 : null,
-      configurable_dimension: plugin.name === 'local',
-      price_per_million_tokens_usd: 0,
-      hosted: false,
-      description: plugin.description,
-    })),
-  }));
+  app.get('/v1/embeddings/models', {
+    config: ANY_CALLER,
+    schema: { tags: ['stats'], summary: 'Embedding models this installation offers, with dimensions and rate-card prices' },
+  }, async () => ({ data: embeddingCatalog(services.plugins) }));
 };

@@ -1,27 +1,52 @@
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { CollectionRecord } from '../db/entities/index.js';
+import { CachedEmbeddingModel } from '../embedding/cached-embedding-model.js';
+import type { EmbeddingCache } from '../embedding/embedding-cache.js';
+import type { EmbeddingUsageLedger } from '../embedding/embedding-usage.js';
 import type { PluginRegistry } from '../plugin-registry.js';
-import type { EmbeddingModel } from '../plugins.js';
+import type { EmbeddingConfig, EmbeddingModel, PluginLogger, RemoteCallPolicy } from '../plugins.js';
 
-/** One embedding model instance per collection configuration, reused across documents and queries. */
+export interface EmbeddingModelsOptions {
+  cache: EmbeddingCache;
+  ledger: EmbeddingUsageLedger;
+  cacheEnabled(): Promise<boolean>;
+  remoteCalls: RemoteCallPolicy;
+  logger: PluginLogger;
+}
+
+/**
+ * One embedding model instance per collection configuration, reused across documents and queries,
+ * so that its bound on requests in flight holds for the whole collection. Remote models sit behind
+ * the embedding cache and the usage ledger; the built-in `local` model computes a vector faster
+ * than the cache could look one up, and costs nothing, so it is used directly.
+ */
 export class EmbeddingModels {
-  private readonly cache = new Map<string, EmbeddingModel>();
+  private readonly instances = new Map<string, EmbeddingModel>();
 
-  constructor(private readonly registry: PluginRegistry, private readonly secrets: SecretBox) {}
+  constructor(private readonly registry: PluginRegistry, private readonly secrets: SecretBox, private readonly options: EmbeddingModelsOptions) {}
 
   forCollection(collection: CollectionRecord): EmbeddingModel {
-    const cacheKey = [collection.id, collection.embeddingProvider, collection.embeddingModel, collection.dimension,
+    const instanceKey = [collection.id, collection.embeddingProvider, collection.embeddingModel, collection.dimension,
       collection.embeddingBaseUrl ?? '', collection.embeddingApiKeySealed ?? ''].join('|');
-    let model = this.cache.get(cacheKey);
+    let model = this.instances.get(instanceKey);
     if (!model) {
-      model = this.registry.create('embedding', collection.embeddingProvider, {
+      model = this.create(collection.embeddingProvider, {
         model: collection.embeddingModel,
         dimension: collection.dimension,
         baseUrl: collection.embeddingBaseUrl ?? undefined,
         apiKey: collection.embeddingApiKeySealed ? this.secrets.open(collection.embeddingApiKeySealed) : undefined,
-      }, {});
-      this.cache.set(cacheKey, model);
+      });
+      if (collection.embeddingProvider !== 'local') {
+        const { cache, ledger, cacheEnabled } = this.options;
+        model = new CachedEmbeddingModel(model, { collectionId: collection.id, baseUrl: collection.embeddingBaseUrl ?? '', cache, ledger, cacheEnabled });
+      }
+      this.instances.set(instanceKey, model);
     }
     return model;
+  }
+
+  /** A model outside any collection, neither cached nor accounted (connection tests of presets). */
+  create(provider: string, config: EmbeddingConfig): EmbeddingModel {
+    return this.registry.create('embedding', provider, config, { remoteCalls: this.options.remoteCalls, logger: this.options.logger });
   }
 }

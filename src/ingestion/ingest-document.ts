@@ -1,10 +1,12 @@
 import { chunkElements, type ElementChunk } from '../chunking/chunk-elements.js';
 import type { CollectionRecord, DocumentProgress } from '../db/entities/index.js';
 import { deleteChunksByKey, insertChunks } from '../documents/chunk-store.js';
+import type { ElementFile, StoredElementImages } from '../documents/element-files.js';
+import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed-chunk-texts.js';
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
 import type { KeywordIndex } from '../search/keyword/keyword-index.js';
 import type { FileStore } from '../storage/file-store.js';
-import { selectParser } from './parser-selection.js';
+import { detectParser } from './parser-selection.js';
 
 export interface IngestionRuntime {
   sql: SqlRunner;
@@ -16,6 +18,8 @@ export interface IngestionRuntime {
   loadCollection(collectionId: string): Promise<CollectionRecord | null>;
   /** Records that the collection's content changed (bumps its write version). */
   recordWrite(collectionId: string): Promise<void>;
+  /** Keeps image elements' pictures as files (multimodal collections) and captions them (enrichment). */
+  storeElementImages(collection: CollectionRecord, documentId: string, elements: DocumentElement[]): Promise<StoredElementImages>;
 }
 
 /** A failure that names the stage it happened in; `retryable` failures are worth another attempt. */
@@ -39,8 +43,8 @@ interface PreparedDocument {
   row: DocumentRow;
   title: string | undefined;
   elements: DocumentElement[];
+  elementFiles: Array<ElementFile | null>;
   chunks: ElementChunk[];
-  vectors: number[][];
 }
 
 export interface DocumentOutcome {
@@ -50,8 +54,8 @@ export interface DocumentOutcome {
   error?: IngestionError;
 }
 
-/** Chunks embedded per provider call. */
-const EMBED_BATCH = 64;
+/** Chunks embedded and written together; bounds the vectors held at once (see embedAndIndex). */
+const CHUNK_SLICE = 4096;
 /** Progress is written at most this often: each write is a statement on PGlite's one connection (~1 ms). */
 const PROGRESS_INTERVAL_MS = 250;
 
@@ -80,7 +84,7 @@ async function writeProgress(sql: SqlRunner, updates: Array<{ id: string; progre
 }
 
 /** Parses and chunks one document; failures here are the document's own (bad file), never retried. */
-async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRecord, row: DocumentRow): Promise<Omit<PreparedDocument, 'vectors'>> {
+async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRecord, row: DocumentRow): Promise<PreparedDocument> {
   let parsed;
   try {
     if (!row.storage_key) throw new Error('the original file is missing');
@@ -88,33 +92,59 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
     const data = await runtime.files.read(row.storage_key).catch(() => {
       throw new Error('the original file is missing or unreadable');
     });
-    const choice = selectParser(runtime.parsers, row.filename, row.content_type);
-    if (!choice) throw new Error(`no parser reads ${row.content_type}`);
-    parsed = await choice.parser.parse({ filename: row.filename, contentType: row.content_type, data });
+    const choice = await detectParser(runtime.parsers, { filename: row.filename, contentType: row.content_type, data });
+    parsed = await choice.parser.parse({ filename: row.filename, contentType: choice.contentType, data });
   } catch (error) {
     throw asIngestionError('parsing', error, false);
   }
+  let images: StoredElementImages;
+  try {
+    images = await runtime.storeElementImages(collection, row.id, parsed.elements);
+  } catch (error) {
+    throw asIngestionError('storing images', error, true);
+  }
   let chunks: ElementChunk[];
   try {
-    chunks = chunkElements(parsed.elements, { chunkSize: collection.chunkSize, chunkOverlap: collection.chunkOverlap, strategy: collection.chunkStrategy });
+    chunks = chunkElements(images.elements, { chunkSize: collection.chunkSize, chunkOverlap: collection.chunkOverlap, strategy: collection.chunkStrategy });
   } catch (error) {
     throw asIngestionError('chunking', error, false);
   }
-  return { row, title: parsed.title, elements: parsed.elements, chunks };
+  return { row, title: parsed.title, elements: images.elements, elementFiles: images.files, chunks };
 }
 
 function elementRows(documents: PreparedDocument[]) {
   return documents.flatMap((document) => document.elements.map((element, index) => ({
     document_id: document.row.id, element_index: index, type: element.type, text: element.text, heading_path: element.headingPath,
     page: element.page ?? null, metadata: { ...(element.metadata ?? {}), ...(element.level ? { level: element.level } : {}) },
+    ...document.elementFiles[index],
   })));
 }
 
-/** Writes the prepared documents: elements, chunks, both indexes, and their `ready` state. */
-async function indexDocuments(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[]): Promise<void> {
+interface ChunkRow {
+  id: string;
+  documentId: string;
+  chunkIndex: number;
+  text: string;
+  metadata: Record<string, unknown>;
+  tenant: string | null;
+}
+
+function chunkRows(documents: PreparedDocument[]): ChunkRow[] {
+  return documents.flatMap((document) => document.chunks.map((chunk) => ({
+    id: `${document.row.id}:${chunk.index}`,
+    documentId: document.row.id,
+    chunkIndex: chunk.index,
+    text: chunk.text,
+    // Upload metadata on every chunk, so callers always find and can filter on what they sent.
+    metadata: { ...document.row.metadata, heading_path: chunk.headingPath, ...(chunk.page !== undefined ? { page: chunk.page } : {}) },
+    tenant: document.row.tenant,
+  })));
+}
+
+/** Replaces what an interrupted run of these documents left behind, and writes their elements. */
+async function replaceElements(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[]): Promise<void> {
   const { sql } = runtime;
   const ids = documents.map((document) => document.row.id);
-  // A retried job replaces what an interrupted run left behind.
   const previous = await sql<{ key: string | number }>('select key from chunks where document_id = any(?::uuid[])', [ids]);
   const previousKeys = previous.map((row) => Number(row.key));
   if (previousKeys.length > 0) {
@@ -126,30 +156,52 @@ async function indexDocuments(runtime: IngestionRuntime, collection: CollectionR
   const elements = elementRows(documents);
   for (let start = 0; start < elements.length; start += 2000) {
     await sql(
-      `insert into document_elements (id, document_id, element_index, type, text, heading_path, page, metadata)
-       select gen_random_uuid(), r.document_id, r.element_index, r.type, r.text, r.heading_path, r.page, r.metadata
-       from jsonb_to_recordset(?::jsonb) as r(document_id uuid, element_index int, type text, text text, heading_path jsonb, page int, metadata jsonb)`,
+      `insert into document_elements (id, document_id, element_index, type, text, heading_path, page, metadata,
+         storage_key, content_type, size_bytes, caption, caption_status, caption_error)
+       select gen_random_uuid(), r.document_id, r.element_index, r.type, r.text, r.heading_path, r.page, r.metadata,
+         r.storage_key, r.content_type, r.size_bytes, r.caption, r.caption_status, r.caption_error
+       from jsonb_to_recordset(?::jsonb) as r(document_id uuid, element_index int, type text, text text, heading_path jsonb, page int, metadata jsonb,
+         storage_key text, content_type text, size_bytes bigint, caption text, caption_status text, caption_error text)`,
       [JSON.stringify(elements.slice(start, start + 2000))],
     );
   }
+}
 
-  const rows = documents.flatMap((document) => document.chunks.map((chunk, index) => ({
-    id: `${document.row.id}:${chunk.index}`,
-    documentId: document.row.id,
-    chunkIndex: chunk.index,
-    text: chunk.text,
-    // Upload metadata on every chunk, so callers always find and can filter on what they sent.
-    metadata: { ...document.row.metadata, heading_path: chunk.headingPath, ...(chunk.page !== undefined ? { page: chunk.page } : {}) },
-    tenant: document.row.tenant,
-    embedding: document.vectors[index]!,
-  })));
-  const keys = await insertChunks(sql, collection.id, rows);
+/** Chunk rows, then both indexes, for one slice of chunks and their vectors. */
+async function writeChunks(runtime: IngestionRuntime, collection: CollectionRecord, rows: ChunkRow[], vectors: number[][]): Promise<void> {
+  const keys = await insertChunks(runtime.sql, collection.id, rows);
   await runtime.keywordIndex.add(collection.id, rows.map((row, index) => ({ key: keys[index]!, text: row.text, metadata: row.metadata, tenant: row.tenant })));
   await runtime.vectorStore.upsert(rows.map((row, index) => ({
-    key: keys[index]!, collectionId: collection.id, documentId: row.documentId, embedding: Float32Array.from(row.embedding), metadata: row.metadata, tenant: row.tenant,
+    key: keys[index]!, collectionId: collection.id, documentId: row.documentId, embedding: Float32Array.from(vectors[index]!), metadata: row.metadata, tenant: row.tenant,
   })));
+}
 
-  await sql(
+type Progress = (stage: string, percent: number, message: string) => Promise<void>;
+
+/**
+ * Embeds and writes the prepared documents, CHUNK_SLICE chunks at a time, then marks them ready.
+ * Only one slice's vectors exist at once: a 200 MB text (~340k chunks) otherwise held every vector
+ * as JavaScript numbers (GiBs) and kept the thread busy for minutes (bench/ingest-memory).
+ * An embedding failure is an IngestionError of stage `embedding`; a write failure is thrown as is.
+ */
+async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], progress: Progress): Promise<void> {
+  await replaceElements(runtime, collection, documents);
+  const rows = chunkRows(documents);
+  const model = runtime.embeddingModelFor(collection);
+  for (let start = 0; start < rows.length; start += CHUNK_SLICE) {
+    const slice = rows.slice(start, start + CHUNK_SLICE);
+    const texts = slice.map((row) => row.text);
+    let vectors: number[][];
+    try {
+      vectors = await embedChunkTexts(model, texts, collection.dimension, (embedded) =>
+        progress('embedding', 25 + (65 * (start + embedded)) / rows.length, `embedded ${start + embedded} of ${rows.length} chunks`));
+    } catch (error) {
+      throw asIngestionError('embedding', error, isRetryableEmbeddingFailure(error));
+    }
+    await progress('indexing', 25 + (65 * (start + slice.length)) / rows.length, `indexing chunks ${start + 1}-${start + slice.length} of ${rows.length}`);
+    await writeChunks(runtime, collection, slice, vectors);
+  }
+  await runtime.sql(
     `update documents d set status = 'ready', error = null, chunk_count = u.chunk_count, title = coalesce(u.title, d.title),
        progress = jsonb_build_object('stage', 'done', 'percent', 100, 'message', u.chunk_count || ' chunks indexed'),
        processed_at = now(), updated_at = now()
@@ -164,13 +216,14 @@ async function indexDocuments(runtime: IngestionRuntime, collection: CollectionR
  * those fail (the others end ready). When none can be written the cause is not a document (the
  * database is away), so the whole batch is retried.
  */
-async function indexOneByOne(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], outcomes: Map<string, DocumentOutcome>): Promise<void> {
+async function indexOneByOne(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], outcomes: Map<string, DocumentOutcome>, progress: Progress): Promise<void> {
   const failures: Array<[PreparedDocument, unknown]> = [];
   for (const document of documents) {
     try {
-      await indexDocuments(runtime, collection, [document]);
+      await embedAndIndex(runtime, collection, [document], progress);
       outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
     } catch (error) {
+      if (error instanceof IngestionError && error.stage === 'embedding') throw error;
       failures.push([document, error]);
     }
   }
@@ -199,54 +252,32 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
   if (rows.length === 0) return [...outcomes.values()];
 
   let lastProgressAt = Date.now();
-  const progress = async (stage: string, percentOf: (row: DocumentRow) => number, message: (row: DocumentRow) => string, force = false) => {
+  const writeStage = async (stage: string, percent: number, message: string, force = false) => {
     if (!force && Date.now() - lastProgressAt < PROGRESS_INTERVAL_MS) return;
     lastProgressAt = Date.now();
     await writeProgress(sql, rows.filter((row) => outcomes.get(row.id)!.status !== 'failed')
-      .map((row) => ({ id: row.id, progress: { stage, percent: Math.round(percentOf(row)), message: message(row) } })));
+      .map((row) => ({ id: row.id, progress: { stage, percent: Math.round(percent), message } })));
   };
-  await progress('parsing', () => 5, (row) => `parsing ${row.filename}`, true);
+  const progress: Progress = (stage, percent, message) => writeStage(stage, percent, message);
+  await writeStage('parsing', 5, rows.length === 1 ? `parsing ${rows[0]!.filename}` : `parsing ${rows.length} documents`, true);
 
-  const prepared: Array<Omit<PreparedDocument, 'vectors'>> = [];
+  const documents: PreparedDocument[] = [];
   for (const row of rows) {
     try {
-      prepared.push(await parseAndChunk(runtime, collection, row));
+      documents.push(await parseAndChunk(runtime, collection, row));
     } catch (error) {
       outcomes.set(row.id, { documentId: row.id, status: 'failed', error: asIngestionError('parsing', error, false) });
     }
   }
-
-  const model = runtime.embeddingModelFor(collection);
-  const texts = prepared.flatMap((document) => document.chunks.map((chunk) => chunk.text));
-  const vectors: number[][] = [];
-  for (let start = 0; start < texts.length; start += EMBED_BATCH) {
-    await progress('embedding', () => 25 + (60 * start) / Math.max(texts.length, 1), () => `embedding chunks ${start + 1}-${Math.min(start + EMBED_BATCH, texts.length)} of ${texts.length}`);
-    const batch = texts.slice(start, start + EMBED_BATCH);
-    let result;
-    try {
-      result = await model.embed(batch, 'document');
-    } catch (error) {
-      throw asIngestionError('embedding', error, true);
-    }
-    if (result.vectors.length !== batch.length || result.vectors.some((vector) => vector.length !== collection.dimension)) {
-      throw new IngestionError('embedding', `the model returned vectors that do not match the collection dimension ${collection.dimension}`, false);
-    }
-    vectors.push(...result.vectors);
-  }
-
-  let offset = 0;
-  const documents: PreparedDocument[] = prepared.map((document) => {
-    const own = vectors.slice(offset, offset + document.chunks.length);
-    offset += document.chunks.length;
-    return { ...document, vectors: own };
-  });
-  await progress('indexing', () => 90, () => `indexing ${texts.length} chunks`, true);
+  const chunkCount = documents.reduce((sum, document) => sum + document.chunks.length, 0);
+  await writeStage('embedding', 25, `embedding ${chunkCount} chunks`);
   try {
-    await indexDocuments(runtime, collection, documents);
+    await embedAndIndex(runtime, collection, documents, progress);
     for (const document of documents) outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
   } catch (error) {
+    if (error instanceof IngestionError && error.stage === 'embedding') throw error;
     if (documents.length <= 1) throw asIngestionError('indexing', error, true);
-    await indexOneByOne(runtime, collection, documents, outcomes);
+    await indexOneByOne(runtime, collection, documents, outcomes, progress);
   }
   return [...outcomes.values()];
 }

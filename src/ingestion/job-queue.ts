@@ -1,6 +1,6 @@
 import type { SqlRunner } from '../plugins.js';
 
-/** Jobs are inserted where their subject is created (see createDocument), in the same statement. */
+/** Jobs are inserted where their subject is created (see createDocuments), in the same statement. */
 export type JobKind = 'ingest_document';
 
 export interface Job {

@@ -1,12 +1,14 @@
 import type { CollectionRecord, SearchMode } from '../db/entities/index.js';
 import { fetchChunksByKey } from '../documents/chunk-store.js';
+import { attachMultimodalElements, type MultimodalElement } from '../documents/multimodal-elements.js';
 import { BadRequestError } from '../errors.js';
-import type { EmbeddingModel, SqlRunner } from '../plugins.js';
+import type { EmbeddingModel, Reranker, SqlRunner } from '../plugins.js';
 import { parseFilter } from './filters/parse-filter.js';
 import type { QueryCache } from './query-cache.js';
 import type { QueryEventRecorder } from './query-events.js';
 import type { CollectionQueryInput } from './query-request.js';
 import { reciprocalRankFusion } from './reciprocal-rank-fusion.js';
+import { firstStageCount, rerankResults } from './rerank-results.js';
 import type { SearchIndexes } from './search-indexes.js';
 
 /** RRF constant of api-contract 3. */
@@ -31,9 +33,11 @@ export interface QueryResult {
   chunk_index: number;
   text: string;
   score: number;
-  scores: { semantic?: number; keyword?: number };
+  scores: { semantic?: number; keyword?: number; rerank?: number };
   metadata: Record<string, unknown>;
   collection: string;
+  /** With `multimodal: true`: the images of the result's page or section. */
+  multimodal_elements?: MultimodalElement[];
 }
 
 export interface QueryTimings {
@@ -42,6 +46,7 @@ export interface QueryTimings {
   keyword_ms?: number;
   fusion_ms?: number;
   fetch_ms?: number;
+  rerank_ms?: number;
   total_ms: number;
   cached?: boolean;
 }
@@ -59,6 +64,7 @@ export interface QueryRuntime {
   sql: SqlRunner;
   indexes: SearchIndexes;
   embeddingModelFor(collection: CollectionRecord): EmbeddingModel;
+  rerankerFor(collection: CollectionRecord): Reranker;
   cache: QueryCache<QueryResponse>;
   cacheTtlSeconds(): Promise<number>;
   events: QueryEventRecorder;
@@ -108,7 +114,8 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   }
 
   const timings: QueryTimings = { total_ms: 0 };
-  const depth = mode === 'hybrid' ? Math.max(topK * 2, MIN_FUSION_DEPTH) : topK;
+  const candidates = firstStageCount(collection, input.rerank, topK);
+  const depth = mode === 'hybrid' ? Math.max(candidates * 2, MIN_FUSION_DEPTH) : candidates;
   const runSemantic = async () => {
     const model = runtime.embeddingModelFor(collection);
     const [embedded, embeddingMs] = await timed(() => model.embed([input.query], 'query'));
@@ -153,10 +160,10 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
     timings.fusion_ms = round(performance.now() - fusionStart);
   }
 
-  const selected = ranked.filter((hit) => hit.score >= minScore).slice(0, topK);
+  const selected = ranked.filter((hit) => hit.score >= minScore).slice(0, candidates);
   const [chunks, fetchMs] = await timed(() => fetchChunksByKey(runtime.sql, selected.map((hit) => hit.key)));
   timings.fetch_ms = round(fetchMs);
-  const results: QueryResult[] = [];
+  let results: QueryResult[] = [];
   for (const hit of selected) {
     const chunk = chunks.get(hit.key);
     // A chunk deleted between the index lookup and the fetch is simply left out.
@@ -166,6 +173,8 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
       score: hit.score, scores: hit.scores, metadata: chunk.metadata, collection: collection.name,
     });
   }
+  results = await rerankResults(runtime, collection, input, results, topK, timings);
+  if (input.multimodal) await attachMultimodalElements(runtime.sql, collection, results);
   timings.total_ms = round(performance.now() - started);
   const response: QueryResponse = { results, query: input.query, collection: collection.name, search_mode: mode, total: results.length, timings };
   runtime.cache.set(key, response, await runtime.cacheTtlSeconds());

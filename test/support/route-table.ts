@@ -40,6 +40,7 @@ export const ROUTE_TABLE: RouteRow[] = [
   { method: 'PATCH', url: '/v1/admin/settings', access: 'session', payload: { values: {} } },
   { method: 'POST', url: '/v1/admin/settings/test', access: 'session', payload: { values: {} } },
   { method: 'POST', url: '/v1/admin/settings/reset', access: 'session', payload: { keys: ['x'] } },
+  { method: 'GET', url: '/v1/admin/vector-storage', access: 'session' },
   { method: 'GET', url: '/v1/stats', access: 'unpinned' },
   { method: 'GET', url: '/v1/embeddings/models', access: 'any' },
   { method: 'GET', url: '/v1/collections', access: { scope: 'collection:read' } },
@@ -63,7 +64,29 @@ export const ROUTE_TABLE: RouteRow[] = [
   { method: 'POST', url: '/v1/collections/{name}/vectors/upsert', access: { scope: 'vector:write' }, payload: { vectors: [] } },
   { method: 'POST', url: '/v1/collections/{name}/vectors/delete', access: { scope: 'vector:delete' }, payload: { ids: [] } },
   // Documents at scale: batches, upload sessions, files, reprocessing (issue 4).
+  { method: 'POST', url: '/v1/collections/{name}/documents/batch', access: { scope: 'document:upload' } },
+  { method: 'GET', url: '/v1/collections/{name}/batches/{id}', access: { scope: 'document:read' } },
+  { method: 'GET', url: '/v1/collections/{name}/batches/{id}/status', access: { scope: 'document:read' } },
+  { method: 'DELETE', url: '/v1/collections/{name}/batches/{id}', access: { scope: 'document:delete' } },
+  { method: 'POST', url: '/v1/collections/{name}/uploads', access: { scope: 'document:upload' }, payload: {} },
+  { method: 'PUT', url: '/v1/collections/{name}/uploads/{id}/files', access: { scope: 'document:upload' } },
+  { method: 'POST', url: '/v1/collections/{name}/uploads/{id}/complete', access: { scope: 'document:upload' } },
+  { method: 'GET', url: '/v1/collections/{name}/uploads/{id}', access: { scope: 'document:read' } },
+  { method: 'DELETE', url: '/v1/collections/{name}/uploads/{id}', access: { scope: 'document:delete' } },
+  { method: 'POST', url: '/v1/collections/{name}/documents/{id}/reprocess', access: { scope: 'document:upload' } },
+  { method: 'POST', url: '/v1/collections/{name}/reprocess', access: { scope: 'document:upload' } },
+  { method: 'GET', url: '/v1/collections/{name}/documents/{id}/elements/{element_id}/content', access: { scope: 'document:read' } },
   // Providers: embedding presets, embedding cache, usage (issue 5).
+  { method: 'GET', url: '/v1/admin/embedding-presets', access: 'session' },
+  { method: 'POST', url: '/v1/admin/embedding-presets', access: 'session', payload: {} },
+  { method: 'POST', url: '/v1/admin/embedding-presets/test', access: 'session', payload: {} },
+  { method: 'GET', url: '/v1/admin/embedding-presets/{id}', access: 'session' },
+  { method: 'PATCH', url: '/v1/admin/embedding-presets/{id}', access: 'session', payload: {} },
+  { method: 'DELETE', url: '/v1/admin/embedding-presets/{id}', access: 'session' },
+  { method: 'POST', url: '/v1/admin/embedding-presets/{id}/test', access: 'session' },
+  { method: 'POST', url: '/v1/admin/settings/embedding-cache/purge', access: 'session' },
+  { method: 'GET', url: '/v1/usage', access: { scope: 'audit:read' } },
+  { method: 'GET', url: '/v1/status/usage', access: { scope: 'audit:read' } },
 ];
 
 export const OPEN_ROUTES: Array<Pick<RouteRow, 'method' | 'url'>> = [

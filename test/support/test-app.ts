@@ -58,6 +58,8 @@ export interface TestAppOptions {
   dataDir?: string;
   /** Reuse an open database (restart tests); it is then not closed or dropped on close. */
   database?: Awaited<ReturnType<typeof openDatabase>>;
+  /** Every log line of the app, at trace level, goes here (tests that inspect what is logged). */
+  logStream?: pino.DestinationStream;
 }
 
 export async function buildTestApp(backend: Backend = 'pglite', overrides: Partial<Config> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -72,7 +74,7 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     databaseUrl: scratch?.url,
   };
   const db = options.database ?? await openDatabase({ databaseUrl: scratch?.url });
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const logger = options.logStream ? pino({ level: 'trace' }, options.logStream) : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const services = await createServices(config, db, logger);
   const app = await buildApp({ services, logger });
   await app.ready();
