@@ -42,7 +42,7 @@ import pg from 'pg';
 import { localEmbeddingPlugin } from '../../plugins/embedding/local/index.js';
 import { parsePlainText } from '../../plugins/parser/text/index.js';
 import { chunkElements } from '../../src/chunking/chunk-elements.js';
-import { openDatabase } from '../../src/db/database.js';
+import { openDatabase, vectorSearchSessionSettings } from '../../src/db/database.js';
 import { Collection } from '../../src/db/entities/index.js';
 import { createSqlRunner } from '../../src/db/sql-runner.js';
 import type { SqlRunner } from '../../src/plugins.js';
@@ -405,7 +405,9 @@ async function directPhase(serviceIds: Record<Mode, string[][]>): Promise<Direct
     let rawSql: SqlRunner;
     let rawIndexes: SearchIndexes;
     if (databaseUrl) {
-      const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+      // The service's per-connection pgvector settings (src/db/database.ts), so both run the same plans.
+      const sessionOptions = Object.entries(vectorSearchSessionSettings).map(([name, value]) => `-c ${name}=${value}`).join(' ');
+      const pool = new pg.Pool({ connectionString: databaseUrl, max: 10, options: sessionOptions });
       closers.push(() => pool.end());
       rawSql = pgSqlRunner(pool);
       rawIndexes = serviceIndexes(config, rawSql);
