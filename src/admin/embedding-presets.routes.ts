@@ -7,9 +7,10 @@ import { requireActor } from '../http/authenticate.js';
 import { page, PageQuery } from '../http/pagination.js';
 import { ADMIN_SESSION } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
+import { literalUnion } from '../http/literal-union.js';
 
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
-const Provider = Type.Union(EMBEDDING_PROVIDERS.map((provider) => Type.Literal(provider)));
+const Provider = literalUnion(EMBEDDING_PROVIDERS);
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 const Model = Type.String({ minLength: 1, maxLength: 255 });
 const ApiKey = Type.Union([Type.String({ minLength: 1, maxLength: 4096 }), Type.Null()], { description: 'write-only; null clears the stored key' });

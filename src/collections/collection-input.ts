@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { CHUNK_STRATEGIES, SEARCH_MODES } from '../db/entities/index.js';
+import { literalUnion } from '../http/literal-union.js';
 
-const literalUnion = <T extends readonly string[]>(values: T) => Type.Union(values.map((value) => Type.Literal(value)));
 
 export const EMBEDDING_PROVIDERS = ['local', 'openai', 'cohere', 'voyage', 'openai_compatible'] as const;
 export const COLLECTION_NAME_PATTERN = '^[A-Za-z0-9_-]{1,64}$';

@@ -16,8 +16,8 @@ import { DOCUMENT_SORT_FIELDS, getDocument, listDocuments, serializeDocument } f
 import { ELEMENT_COLUMNS, openElementContent, serializeElement, type ElementRow } from './element-content.js';
 import { reprocessCollection, reprocessDocument } from './reprocessing.js';
 import { parseMetadataField } from './metadata-rules.js';
+import { literalUnion } from '../http/literal-union.js';
 
-const literalUnion = <T extends readonly string[]>(values: T) => Type.Union(values.map((value) => Type.Literal(value)));
 const DocumentParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
 const ElementParams = Type.Object({ ...DocumentParams.properties, element_id: Type.String({ format: 'uuid' }) });
 const ListQuery = Type.Object({

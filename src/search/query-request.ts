@@ -1,9 +1,8 @@
 import { Type, type Static } from 'typebox';
 import { SEARCH_MODES } from '../db/entities/index.js';
+import { literalUnion } from '../http/literal-union.js';
 
 export const MAX_TOP_K = 1000;
-
-const literalUnion = <T extends readonly string[]>(values: T) => Type.Union(values.map((value) => Type.Literal(value)));
 
 /** Knobs shared by every query form (spec 2.6), plus the hybrid fusion knobs of issue 3. */
 export const QueryOptionsFields = {

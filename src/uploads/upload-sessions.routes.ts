@@ -11,11 +11,12 @@ import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles, removeReceived, type ReceivedFile } from './multipart-files.js';
 import { addSessionFiles, assertOpen, cancelSession, completeSession, createSession, findSession, sessionView } from './upload-sessions.service.js';
+import { literalUnion } from '../http/literal-union.js';
 
 const SessionParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
 const SessionCreateBody = Type.Object({
   metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'metadata of every document the session creates' })),
-  on_duplicate: Type.Optional(Type.Union(ON_DUPLICATE.map((value) => Type.Literal(value)), { description: 'skip (default), replace or keep' })),
+  on_duplicate: Type.Optional(literalUnion(ON_DUPLICATE, { description: 'skip (default), replace or keep' })),
 }, { additionalProperties: false });
 
 export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {

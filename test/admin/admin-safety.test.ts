@@ -1,12 +1,12 @@
 import t from 'tap';
-import { ADMIN, buildTestApp, sessionCookieOf, setupAdmin, testBackends } from '../support/test-app.js';
+import {
+  ADMIN, adminTestApp, sessionCookieOf, testBackends,
+} from '../support/test-app.js';
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const ctx = await buildTestApp(backend);
-    t.teardown(() => ctx.close());
-    const { app } = ctx;
-    const cookie = await setupAdmin(app);
+    const ctx = await adminTestApp(t, backend);
+    const { app, cookie } = ctx;
 
     t.test('a cookie name outside the RFC 6265 token set is refused, and logins keep working', async (t) => {
       const response = await app.inject({ method: 'PATCH', url: '/v1/admin/settings', headers: { cookie }, payload: { values: { session_cookie_name: 'bad name;x' } } });

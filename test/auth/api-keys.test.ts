@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { bearer, buildTestApp, createApiKey, setupAdmin, testBackends } from '../support/test-app.js';
+import {
+  adminTestApp, bearer, createApiKey, testBackends,
+} from '../support/test-app.js';
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const ctx = await buildTestApp(backend);
-    t.teardown(() => ctx.close());
-    const { app } = ctx;
-    const cookie = await setupAdmin(app);
+    const ctx = await adminTestApp(t, backend);
+    const { app, cookie } = ctx;
     const whoami = (key: string) => app.inject({ url: '/v1/auth/whoami', headers: bearer(key) });
     const getKey = (id: string) => app.inject({ url: `/v1/admin/api-keys/${id}`, headers: { cookie } });
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import { hashedTextVector } from '../../plugins/embedding/local/hashed-text-vector.js';
 import {
-  bearer, buildTestApp, createApiKey, multipartUpload, setupAdmin, testBackends, waitForIngestion,
+  adminTestApp, bearer, createApiKey, multipartUpload, testBackends, waitForIngestion,
 } from '../support/test-app.js';
 import { assertError } from '../support/assertions.js';
 
@@ -24,11 +24,8 @@ const TEXT_B = 'Sourdough bread needs a starter, flour, water and salt.\n\nBaker
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const ctx = await buildTestApp(backend);
-    t.teardown(() => ctx.close());
-    const { app } = ctx;
-    const cookie = await setupAdmin(app);
-    const admin = { cookie };
+    const ctx = await adminTestApp(t, backend);
+    const { app, cookie, admin } = ctx;
 
     const create = (payload: unknown, headers: Record<string, string> = admin) =>
       app.inject({ method: 'POST', url: '/v1/collections', headers, payload: payload as object });

@@ -10,7 +10,9 @@ import path from 'node:path';
 import t from 'tap';
 import { assertError } from '../support/assertions.js';
 import { buildPdf, buildPng, buildZipBomb } from '../support/document-fixtures.js';
-import { bearer, buildTestApp, createApiKey, multipartUpload, setupAdmin, testBackends, waitForIngestion } from '../support/test-app.js';
+import {
+  bearer, buildTestApp, createApiKey, createTestCollection, multipartUpload, setupAdmin, testBackends, waitForIngestion,
+} from '../support/test-app.js';
 
 const LIMIT = 4096;
 const TEXTS = {
@@ -38,11 +40,7 @@ for (const backend of testBackends()) {
     });
     const { app } = ctx;
     const admin = { cookie: await setupAdmin(app) };
-    const createCollection = async (payload: Record<string, unknown>) => {
-      const response = await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload });
-      if (response.statusCode !== 201) throw new Error(`collection: ${response.statusCode} ${response.body}`);
-      return response.json() as { id: string; name: string };
-    };
+    const createCollection = (payload: Record<string, unknown>) => createTestCollection(app, admin, payload);
     const postBatch = (name: string, body: { payload: Buffer; headers: Record<string, string> }, headers: Record<string, string> = admin) =>
       app.inject({ method: 'POST', url: `/v1/collections/${name}/documents/batch`, headers: { ...headers, ...body.headers }, payload: body.payload });
     const postOne = (name: string, filename: string, content: string, fields: Record<string, string> = {}) => {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import {
-  bearer, buildTestApp, createApiKey, multipartUpload, setupAdmin, testBackends, waitForIngestion, type TestApp,
+  adminTestApp, bearer, buildTestApp, createApiKey, createTestCollection, multipartUpload, setupAdmin, type TestApp, testBackends, waitForIngestion,
 } from '../support/test-app.js';
 import { assertError } from '../support/assertions.js';
 
@@ -65,17 +65,10 @@ const LONG_TEXT = Array.from({ length: 12 }, (_, index) => `Paragraph ${index + 
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const ctx = await buildTestApp(backend);
-    t.teardown(() => ctx.close());
-    const { app } = ctx;
-    const cookie = await setupAdmin(app);
-    const admin = { cookie };
+    const ctx = await adminTestApp(t, backend);
+    const { app, cookie, admin } = ctx;
 
-    const createCollection = async (payload: Record<string, unknown>) => {
-      const response = await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload });
-      if (response.statusCode !== 201) throw new Error(`collection: ${response.statusCode} ${response.body}`);
-      return response.json() as { id: string; name: string };
-    };
+    const createCollection = (payload: Record<string, unknown>) => createTestCollection(app, admin, payload);
     const send = (name: string, body: { payload: Buffer; headers: Record<string, string> }, headers: Record<string, string> = admin) =>
       app.inject({ method: 'POST', url: `/v1/collections/${name}/documents`, headers: { ...headers, ...body.headers }, payload: body.payload });
     const upload = (name: string, filename: string, content: string | Buffer, contentType: string, metadata?: unknown, headers: Record<string, string> = admin) =>

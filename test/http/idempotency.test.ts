@@ -1,12 +1,12 @@
 import t from 'tap';
-import { buildTestApp, setupAdmin, testBackends } from '../support/test-app.js';
+import {
+  adminTestApp, testBackends,
+} from '../support/test-app.js';
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const ctx = await buildTestApp(backend);
-    t.teardown(() => ctx.close());
-    const { app } = ctx;
-    const cookie = await setupAdmin(app);
+    const ctx = await adminTestApp(t, backend);
+    const { app, cookie } = ctx;
 
     const listKeys = async (sessionCookie = cookie) => {
       const response = await app.inject({ method: 'GET', url: '/v1/admin/api-keys', headers: { cookie: sessionCookie } });

@@ -6,7 +6,9 @@ import { assertError } from '../support/assertions.js';
 import {
   buildDocx, buildPdf, buildPng, buildZipBomb, sampleCsv, sampleJson, sampleJsonl, sampleTsv,
 } from '../support/document-fixtures.js';
-import { buildTestApp, multipartUpload, setupAdmin, testBackends, waitForIngestion, type TestApp } from '../support/test-app.js';
+import {
+  buildTestApp, createTestCollection, multipartUpload, setupAdmin, type TestApp, testBackends, waitForIngestion,
+} from '../support/test-app.js';
 
 interface Chunk { id: string; chunk_index: number; text: string; metadata: Record<string, any> }
 interface Element { type: string; text: string; heading_path: string[]; page: number | null; metadata: Record<string, any>; content_url?: string | null }
@@ -37,11 +39,7 @@ function client(ctx: TestApp, cookie: string) {
   const headers = { cookie };
   return {
     headers,
-    async createCollection(payload: Record<string, unknown>) {
-      const response = await app.inject({ method: 'POST', url: '/v1/collections', headers, payload });
-      if (response.statusCode !== 201) throw new Error(`collection: ${response.statusCode} ${response.body}`);
-      return response.json() as { id: string; name: string };
-    },
+    createCollection: (payload: Record<string, unknown>) => createTestCollection(app, headers, payload),
     upload(collection: string, filename: string, content: string | Buffer, contentType = 'application/octet-stream') {
       const body = multipartUpload([{ filename, content, contentType }]);
       return app.inject({ method: 'POST', url: `/v1/collections/${collection}/documents`, headers: { ...headers, ...body.headers }, payload: body.payload });

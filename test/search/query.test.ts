@@ -11,7 +11,9 @@
 import t, { type Test } from 'tap';
 import { localEmbeddingPlugin } from '../../plugins/embedding/local/index.js';
 import { Bm25Index } from '../../src/search/bm25.js';
-import { buildTestApp, bearer, createApiKey, multipartUpload, setupAdmin, testBackends, waitForIngestion } from '../support/test-app.js';
+import {
+  adminTestApp, bearer, createApiKey, multipartUpload, testBackends, waitForIngestion,
+} from '../support/test-app.js';
 
 interface Result {
   id: string;
@@ -68,11 +70,8 @@ const sortedIds = (answer: QueryAnswer) => ids(answer).sort();
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const ctx = await buildTestApp(backend);
-    t.teardown(() => ctx.close());
-    const { app } = ctx;
-    const cookie = await setupAdmin(app);
-    const admin = { cookie };
+    const ctx = await adminTestApp(t, backend);
+    const { app, cookie, admin } = ctx;
 
     async function request(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = admin) {
       return app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload: payload as object }) });

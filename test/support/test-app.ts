@@ -102,6 +102,21 @@ export async function setupAdmin(app: App): Promise<string> {
   return sessionCookieOf(response);
 }
 
+/** An app whose first admin is set up, closed when `t` ends: how most HTTP tests begin. */
+export async function adminTestApp(t: { teardown(fn: () => Promise<void>): void }, backend: Backend, overrides: Partial<Config> = {}, options: TestAppOptions = {}) {
+  const testApp = await buildTestApp(backend, overrides, options);
+  t.teardown(() => testApp.close());
+  const cookie = await setupAdmin(testApp.app);
+  return { ...testApp, cookie, admin: { cookie } };
+}
+
+/** Creates a collection; anything but 201 throws, since the test is about what comes after. */
+export async function createTestCollection(app: App, headers: Record<string, string>, payload: Record<string, unknown>) {
+  const response = await app.inject({ method: 'POST', url: '/v1/collections', headers, payload });
+  if (response.statusCode !== 201) throw new Error(`collection: ${response.statusCode} ${response.body}`);
+  return response.json() as { id: string; name: string; dimension: number };
+}
+
 export function sessionCookieOf(response: { cookies: Array<{ name: string; value: string }> }): string {
   const cookie = response.cookies.find((c) => c.name === 'svc_session');
   if (!cookie) throw new Error('no session cookie in the response');

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { hashedTextVector } from '../../plugins/embedding/local/hashed-text-vector.js';
 import {
-  bearer, buildTestApp, createApiKey, multipartUpload, setupAdmin, testBackends, waitForIngestion,
+  adminTestApp, bearer, createApiKey, createTestCollection, multipartUpload, testBackends, waitForIngestion,
 } from '../support/test-app.js';
 import { assertError } from '../support/assertions.js';
 
@@ -30,17 +30,10 @@ const FAR_SCORE = dot(unit(FAR), q);
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const ctx = await buildTestApp(backend);
-    t.teardown(() => ctx.close());
-    const { app } = ctx;
-    const cookie = await setupAdmin(app);
-    const admin = { cookie };
+    const ctx = await adminTestApp(t, backend);
+    const { app, cookie, admin } = ctx;
 
-    const createCollection = async (payload: Record<string, unknown>) => {
-      const response = await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload });
-      if (response.statusCode !== 201) throw new Error(`collection: ${response.statusCode} ${response.body}`);
-      return response.json() as { id: string; name: string; dimension: number };
-    };
+    const createCollection = (payload: Record<string, unknown>) => createTestCollection(app, admin, payload);
     const upsert = (name: string, payload: unknown, headers: Record<string, string> = admin) =>
       app.inject({ method: 'POST', url: `/v1/collections/${name}/vectors/upsert`, headers, payload: payload as object });
     const remove = (name: string, payload: unknown, headers: Record<string, string> = admin) =>

@@ -64,11 +64,11 @@ export class GraphSnapshots {
     try {
       manifest = JSON.parse(await readFile(files.manifest, 'utf8')) as SnapshotManifest;
     } catch {
+      // No snapshot, or an unreadable manifest: a graph without one is never used.
       await this.remove(collectionId);
       return null;
-    } finally {
-      await rm(files.manifest, { force: true });
     }
+    await rm(files.manifest, { force: true });
     return {
       graphFile: files.graph,
       matches: async (vectors, ann) => manifest.format === 1

@@ -148,19 +148,24 @@ export class PgvectorStore implements VectorStore {
     const efSearch = Math.min(maximumEfSearch, Math.max(minimumEfSearch, request.topK));
 
     type NearestRow = { chunk_key: number | string; distance: number };
-    const approximateWithSessionDefaults = efSearch === minimumEfSearch ? await this.sql<NearestRow>(nearestSql, params) : [];
-    const rows = approximateWithSessionDefaults.length >= request.topK ? approximateWithSessionDefaults : await this.sql.transaction(async (sql) => {
-      // `set local` of both in one round trip; iterative_scan keeps scanning the graph until enough
-      // rows pass the where clause (pgvector 0.8).
-      await sql("select set_config('hnsw.ef_search', ?, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)", [String(efSearch)]);
-      const approximate = efSearch === minimumEfSearch ? approximateWithSessionDefaults : await sql<NearestRow>(nearestSql, params);
-      if (approximate.length >= request.topK) return approximate;
+    const toHits = (rows: NearestRow[]) => rows.map((row) => ({ key: Number(row.chunk_key), score: 1 - Number(row.distance) }));
+    // Up to 100 results the connection's own settings serve: one statement.
+    if (efSearch === minimumEfSearch) {
+      const approximate = await this.sql<NearestRow>(nearestSql, params);
+      if (approximate.length >= request.topK) return toHits(approximate);
+    }
+    const rows = await this.sql.transaction(async (sql) => {
+      if (efSearch > minimumEfSearch) {
+        await sql("select set_config('hnsw.ef_search', ?, true)", [String(efSearch)]);
+        const approximate = await sql<NearestRow>(nearestSql, params);
+        if (approximate.length >= request.topK) return approximate;
+      }
       // Short: the scan stopped at hnsw.max_scan_tuples (20,000) before finding topK allowed rows,
       // or the collection holds fewer. Without the index the same query is exact.
       await sql('set local enable_indexscan = off');
       return sql<NearestRow>(nearestSql, params);
     });
-    return rows.map((row) => ({ key: Number(row.chunk_key), score: 1 - Number(row.distance) }));
+    return toHits(rows);
   }
 
   async count(collectionId: string): Promise<number> {
