@@ -8,7 +8,8 @@
  * fails only its own batches and is replaced on the next call.
  */
 import os from 'node:os';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleWorker } from '../../../src/threads/module-worker.js';
 import type { EmbeddingAnswer, EmbeddingTask } from './embedding-worker.js';
 
 interface PendingBatch {
@@ -21,7 +22,7 @@ class EmbeddingThread {
   readonly worker: Worker;
 
   constructor(onExit: (thread: EmbeddingThread) => void) {
-    this.worker = startWorker();
+    this.worker = startModuleWorker(import.meta.url, 'embedding-worker');
     this.worker.on('message', (answer: EmbeddingAnswer) => {
       const batch = this.pending.get(answer.id);
       this.pending.delete(answer.id);
@@ -46,17 +47,6 @@ class EmbeddingThread {
     this.pending.set(task.id, batch);
     this.worker.postMessage(task);
   }
-}
-
-/**
- * `npm start` runs the compiled JavaScript. Tests and `npm run dev` run the TypeScript sources,
- * whose loader hook a worker thread does not inherit, so the thread registers tsx first.
- */
-function startWorker(): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./embedding-worker.js', import.meta.url));
-  const workerUrl = new URL('./embedding-worker.ts', import.meta.url).href;
-  const tsxUrl = import.meta.resolve('tsx/esm/api');
-  return new Worker(`import(${JSON.stringify(tsxUrl)}).then(({ register }) => { register(); return import(${JSON.stringify(workerUrl)}); });`, { eval: true, execArgv: [] });
 }
 
 export class EmbeddingThreads {
