@@ -1,0 +1,32 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { openDatabase } from '../../src/db/database.js';
+import { createSqlRunner } from '../../src/db/sql-runner.js';
+
+t.test('statements on the embedded database thread keep PostgreSQL error fields and order', async (t) => {
+  const database = await openDatabase({});
+  t.teardown(() => database.close());
+  const sql = createSqlRunner(database);
+  const failure = await sql('select 1 / 0').then(() => null, (error: unknown) => error as { code?: string; message: string });
+  t.equal(failure?.code, '22012', 'the SQLSTATE crosses the thread (division_by_zero)');
+  t.match(failure?.message, /division by zero/);
+  await sql('create table ordered (n int)');
+  await Promise.all(Array.from({ length: 20 }, (_, n) => sql('insert into ordered values (?)', [n])));
+  const rows = await sql<{ n: number }>('select n from ordered');
+  t.same(rows.map((row) => row.n), Array.from({ length: 20 }, (_, n) => n), 'statements run in the order they were sent');
+});
+
+t.test('a data directory that cannot be opened fails the start with the reason, and closing twice is harmless', async (t) => {
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'rs-pglite-thread-'));
+  t.teardown(() => rm(directory, { recursive: true, force: true }));
+  const notADirectory = path.join(directory, 'file');
+  await writeFile(notADirectory, 'not a database');
+  await t.rejects(openDatabase({ dataDir: notADirectory }));
+
+  const database = await openDatabase({ dataDir: path.join(directory, 'db') });
+  await database.close();
+  await database.close();
+  await t.rejects(createSqlRunner(database)('select 1'), 'statements after close fail instead of hanging');
+});
