@@ -25,6 +25,7 @@ import pg from 'pg';
 import usearch, { type BatchMatches } from 'usearch';
 import { CollectionVectors, type AnnSettings } from '../../plugins/vector-store/embedded/collection-vectors.js';
 import { defaultSearchThresholds, searchCollectionVectors, type SearchThresholds } from '../../plugins/vector-store/embedded/filtered-search.js';
+import { GraphThread } from '../../plugins/vector-store/embedded/graph-thread.js';
 import { EmbeddedVectorStore } from '../../plugins/vector-store/embedded/index.js';
 import { normalised } from '../../plugins/vector-store/embedded/row-block.js';
 import { EmbeddedVectorTable } from '../../plugins/vector-store/embedded/vector-table.js';
@@ -156,6 +157,8 @@ async function measureQueries(count: number, search: (q: number) => Promise<Vect
 async function insertRate(store: VectorStore, records: VectorRecord[]): Promise<number> {
   const startedAt = performance.now();
   for (let start = 0; start < records.length; start += upsertBatchRows) await store.upsert(records.slice(start, start + upsertBatchRows));
+  // The embedded store's graph inserts finish after upsert returns; a search waits for them.
+  await store.search({ collectionId: records[0]!.collectionId, embedding: records[0]!.embedding, topK: 1 });
   return Math.round(records.length / ((performance.now() - startedAt) / 1000));
 }
 
@@ -189,6 +192,8 @@ const loadAtStart = os.loadavg();
 log('exact ground truth');
 const truthAll = exactTruth(rowCount);
 const annSweep: Array<AnnSettings & { insert_per_s: number } & QueryFigures> = [];
+/** Graphs of the CollectionVectors this script builds directly (the stores have their own). */
+const graphs = new GraphThread();
 for (const settings of [
   { connectivity: 16, expansionAdd: 128, expansionSearch: 64, quantization: 'f32' },
   { connectivity: 16, expansionAdd: 64, expansionSearch: 64, quantization: 'f32' },
@@ -197,15 +202,16 @@ for (const settings of [
   { connectivity: 16, expansionAdd: 64, expansionSearch: 96, quantization: 'f16' },
 ] satisfies AnnSettings[]) {
   log(`usearch sweep ${JSON.stringify(settings)}`);
-  const vectors = new CollectionVectors(dimension, settings);
+  const vectors = new CollectionVectors(dimension, graphs, settings);
   const startedAt = performance.now();
   for (let start = 0; start < rowCount; start += upsertBatchRows) {
     vectors.upsert(recordsOf('sweep', start, Math.min(rowCount, start + upsertBatchRows)));
   }
+  await vectors.graphCurrent();
   const insertPerSecond = Math.round(rowCount / ((performance.now() - startedAt) / 1000));
   const figures = await measureQueries(
     queryCount,
-    (q) => vectors.approximateNearestKeys(normalised(rowOf(queries, q)), topK).map((key) => ({ key, score: 0 })),
+    async (q) => (await vectors.approximateNearestKeys(normalised(rowOf(queries, q)), topK)).map((key) => ({ key, score: 0 })),
     (q) => truthAll[q],
   );
   annSweep.push({ ...settings, insert_per_s: insertPerSecond, ...figures });
@@ -259,7 +265,7 @@ const studyTenantOf = (row: number): string => {
   const range = selectivityRanges.find(([, low, high]) => row % 100 >= low && row % 100 < high);
   return range ? `share-${range[0]}` : 'rest';
 };
-const studyVectors = new CollectionVectors(dimension);
+const studyVectors = new CollectionVectors(dimension, graphs);
 for (let start = 0; start < rowCount; start += upsertBatchRows) {
   studyVectors.upsert(recordsOf('study', start, Math.min(rowCount, start + upsertBatchRows)).map((record, i) => ({ ...record, tenant: studyTenantOf(start + i) })));
 }
@@ -287,7 +293,7 @@ for (const [percent, low, high] of selectivityRanges) {
 }
 const exactAllBySize = [];
 for (const size of [1_000, 2_000, 5_000, 20_000, rowCount]) {
-  const prefix = new CollectionVectors(dimension);
+  const prefix = new CollectionVectors(dimension, graphs);
   prefix.upsert(recordsOf('prefix', 0, size).map((record) => ({ ...record, tenant: null })));
   const figures = await measureQueries(queryCount, (q) => prefix.exactSearch(normalised(rowOf(queries, q)), topK, undefined), () => []);
   exactAllBySize.push({ rows: size, p50_ms: figures.p50_ms, p95_ms: figures.p95_ms });
@@ -366,4 +372,5 @@ const result = {
 };
 await mkdir(path.dirname(resultPath), { recursive: true });
 await writeFile(resultPath, `${JSON.stringify(result, null, 2)}\n`);
+await graphs.close();
 process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

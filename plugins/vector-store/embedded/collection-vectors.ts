@@ -1,11 +1,11 @@
 /**
  * One collection's vectors in memory: a `RowBlock` per tenant (rows of one tenant contiguous, so a
  * tenant restriction scans only that tenant's rows, sequentially), the location of every key, and
- * a usearch HNSW graph over all rows for approximate search.
+ * a usearch HNSW graph over all rows for approximate search, kept on the graph thread.
  */
 import { createHash } from 'node:crypto';
-import usearch, { type Index as UsearchIndex } from 'usearch';
 import type { VectorHit } from '../../../src/plugins.js';
+import type { GraphThread } from './graph-thread.js';
 import { copyNormalised, RowBlock } from './row-block.js';
 import { TopKHits } from './top-k-hits.js';
 
@@ -42,32 +42,33 @@ interface Location {
   tenant: string | null;
 }
 
-/** Spawning usearch's worker threads costs more than it saves for a handful of rows. */
-const parallelAddMinimumRows = 256;
-
 export class CollectionVectors {
   private readonly blockOfTenant = new Map<string | null, RowBlock>();
   private readonly locationOfKey = new Map<number, Location>();
-  private annIndex: UsearchIndex;
+  private readonly graph: number;
+  /** Set when a graph request failed: the graph may lack rows, so searches scan exactly until a rebuild. */
+  private graphFailure: Error | undefined;
 
   constructor(
     readonly dimension: number,
-    private readonly ann: AnnSettings = defaultAnnSettings,
+    private readonly graphs: GraphThread,
+    ann: AnnSettings = defaultAnnSettings,
   ) {
-    this.annIndex = this.emptyGraph();
+    const { id, created } = graphs.create(dimension, ann);
+    this.graph = id;
+    this.watch(created);
   }
 
-  private emptyGraph(): UsearchIndex {
-    const ann = this.ann;
-    return new usearch.Index({
-      dimensions: this.dimension,
-      metric: usearch.MetricKind.Cos,
-      quantization: ann.quantization === 'f16' ? usearch.ScalarKind.F16 : usearch.ScalarKind.F32,
-      connectivity: ann.connectivity,
-      expansion_add: ann.expansionAdd,
-      expansion_search: ann.expansionSearch,
-      multi: false,
+  /** Graph writes are not waited for; a failure is remembered instead. */
+  private watch(request: Promise<unknown>): void {
+    request.catch((error: unknown) => {
+      this.graphFailure ??= error instanceof Error ? error : new Error(String(error));
     });
+  }
+
+  /** Whether approximate search can be trusted to reach every row. */
+  get graphUsable(): boolean {
+    return this.graphFailure === undefined;
   }
 
   get size(): number {
@@ -96,7 +97,7 @@ export class CollectionVectors {
     const lastOfKey = new Map<number, StoredVector>();
     for (const vector of vectors) lastOfKey.set(vector.key, vector);
     const replaced = [...lastOfKey.keys()].filter((key) => this.locationOfKey.has(key));
-    if (graph && replaced.length > 0) this.annIndex.remove(BigUint64Array.from(replaced, BigInt));
+    if (graph && replaced.length > 0) this.watch(this.graphs.send({ op: 'remove', graph: this.graph, keys: BigUint64Array.from(replaced, BigInt) }));
 
     const annKeys = new BigUint64Array(lastOfKey.size);
     const annRows = new Float32Array(lastOfKey.size * this.dimension);
@@ -115,18 +116,16 @@ export class CollectionVectors {
       const slot = block.append(vector.key, unitRow, vector.metadata);
       this.locationOfKey.set(vector.key, { block, slot, tenant: vector.tenant });
     }
-    if (graph) this.addToGraph(annKeys, annRows);
+    if (graph) this.watch(this.addToGraph(annKeys, annRows));
   }
 
-  private addToGraph(keys: BigUint64Array, unitRows: Float32Array): void {
-    this.annIndex.add(keys, unitRows, keys.length >= parallelAddMinimumRows ? 0 : 1);
+  /** Hands the rows to the graph thread (the buffers move there). */
+  private addToGraph(keys: BigUint64Array, unitRows: Float32Array): Promise<null> {
+    return this.graphs.send({ op: 'add', graph: this.graph, keys, rows: unitRows }, [keys.buffer as ArrayBuffer, unitRows.buffer as ArrayBuffer]);
   }
 
-  /**
-   * Adds every placed row to an empty graph, `rowsPerSlice` at a time; the caller yields between
-   * slices so a rebuild does not stall request handling.
-   */
-  *graphSlices(rowsPerSlice: number): Generator<void> {
+  /** Adds every placed row to an empty graph, `rowsPerSlice` at a time, one slice in flight. */
+  async addAllToGraph(rowsPerSlice: number): Promise<void> {
     const locations = [...this.locationOfKey];
     for (let start = 0; start < locations.length; start += rowsPerSlice) {
       const slice = locations.slice(start, start + rowsPerSlice);
@@ -136,8 +135,7 @@ export class CollectionVectors {
         keys[row] = BigInt(key);
         rows.set(location.block.rowAt(location.slot), row * this.dimension);
       });
-      this.addToGraph(keys, rows);
-      yield;
+      await this.addToGraph(keys, rows);
     }
   }
 
@@ -155,27 +153,31 @@ export class CollectionVectors {
     return hash.digest('hex');
   }
 
-  saveGraph(file: string): void {
-    this.annIndex.save(file);
+  async saveGraph(file: string): Promise<void> {
+    await this.graphs.send({ op: 'save', graph: this.graph, file });
   }
 
   /** Replaces the graph with a saved one; false (graph emptied) when it does not hold exactly the placed rows. */
-  loadGraph(file: string): boolean {
-    try {
-      this.annIndex.load(file);
-      if (this.annIndex.size() === this.size && this.annIndex.dimensions() === this.dimension) return true;
-    } catch {
-      // A file usearch refuses is no graph: the caller rebuilds.
-    }
-    this.annIndex = this.emptyGraph();
-    return false;
+  loadGraph(file: string): Promise<boolean> {
+    return this.graphs.send<boolean>({ op: 'load', graph: this.graph, file, expectedSize: this.size });
+  }
+
+  /** Settles once the graph holds every write posted so far. */
+  async graphCurrent(): Promise<void> {
+    await this.graphs.send({ op: 'sync' });
+  }
+
+  /** Frees the graph; the rows stay searchable exactly. */
+  dispose(): void {
+    this.graphFailure ??= new Error('the graph was released');
+    this.watch(this.graphs.send({ op: 'drop', graph: this.graph }));
   }
 
   /** Removes the keys present; unknown keys are ignored. */
   remove(keys: number[]): void {
     const present = [...new Set(keys)].filter((key) => this.locationOfKey.has(key));
     if (present.length === 0) return;
-    this.annIndex.remove(BigUint64Array.from(present, BigInt));
+    this.watch(this.graphs.send({ op: 'remove', graph: this.graph, keys: BigUint64Array.from(present, BigInt) }));
     for (const key of present) this.removeRow(key, this.locationOfKey.get(key)!);
   }
 
@@ -214,11 +216,9 @@ export class CollectionVectors {
   }
 
   /** The HNSW graph's `count` nearest keys, in its order (callers rescore with `similarity`). */
-  approximateNearestKeys(unitQuery: Float32Array, count: number): number[] {
+  async approximateNearestKeys(unitQuery: Float32Array, count: number): Promise<number[]> {
     if (this.size === 0) return [];
-    // One query runs on the calling thread: a worker hand-off costs more than the search.
-    const matches = this.annIndex.search(unitQuery, Math.min(count, this.size), 1);
-    return Array.from(matches.keys, Number);
+    return this.graphs.send<number[]>({ op: 'search', graph: this.graph, query: unitQuery, count: Math.min(count, this.size) });
   }
 
   private blockFor(tenant: string | null): RowBlock {

@@ -12,6 +12,7 @@
  *   (about topK / share of them to find topK allowed ones).
  * - Otherwise the graph is asked for oversampled candidates, post-filtered, growing x4 until topK
  *   allowed hits are found or the graph is exhausted; a short answer falls back to the exact scan.
+ * - A graph that failed a write may lack rows: every search scans exactly until it is rebuilt.
  */
 import type { MetadataFilter, VectorHit } from '../../../src/plugins.js';
 import { matchesFilter } from '../../../src/search/filters/match-filter.js';
@@ -59,9 +60,10 @@ export interface CollectionQuery {
   filter: MetadataFilter | null;
 }
 
-export function searchCollectionVectors(vectors: CollectionVectors, query: CollectionQuery, thresholds: SearchThresholds): VectorHit[] {
+export async function searchCollectionVectors(vectors: CollectionVectors, query: CollectionQuery, thresholds: SearchThresholds): Promise<VectorHit[]> {
   const { topK, tenant, filter } = query;
   if (topK <= 0 || vectors.size === 0) return [];
+  if (!vectors.graphUsable) return exactAllowed(vectors, query);
   if (tenant === null && filter === null) {
     if (vectors.size < thresholds.exactSearchBelow) return exactAllowed(vectors, query);
     return approximateThenExact(vectors, query, vectors.size, thresholds);
@@ -94,7 +96,7 @@ function estimateAllowedRows(vectors: CollectionVectors, { tenant, filter }: Col
   return Math.round((matched / sample.length) * scopeRows);
 }
 
-function approximateThenExact(vectors: CollectionVectors, query: CollectionQuery, allowedEstimate: number, thresholds: SearchThresholds): VectorHit[] {
+async function approximateThenExact(vectors: CollectionVectors, query: CollectionQuery, allowedEstimate: number, thresholds: SearchThresholds): Promise<VectorHit[]> {
   const { unitQuery, topK, tenant, filter } = query;
   const isAllowed = (key: number): boolean =>
     (tenant === null || vectors.tenantOf(key) === tenant) && (filter === null || matchesFilter(filter, vectors.metadataOf(key)!));
@@ -105,7 +107,7 @@ function approximateThenExact(vectors: CollectionVectors, query: CollectionQuery
   let requested = restricted ? Math.max(topK * thresholds.oversampling, Math.ceil((topK * 2) / share)) : topK;
   requested = Math.min(vectors.size, requested);
   for (;;) {
-    const keys = vectors.approximateNearestKeys(unitQuery, requested);
+    const keys = await vectors.approximateNearestKeys(unitQuery, requested);
     const hits = keys.filter(isAllowed).map((key) => ({ key, score: vectors.similarity(unitQuery, key) }));
     // Enough allowed hits, or the graph returned every row (its answer is then the exact one).
     if (hits.length >= topK || keys.length === vectors.size) return hits.sort(compareHits).slice(0, topK);

@@ -48,7 +48,7 @@ export class GraphSnapshots {
     const files = this.files(collectionId);
     await mkdir(this.directory, { recursive: true });
     // Graph first, manifest last, each renamed into place: a manifest never names a partial graph.
-    vectors.saveGraph(`${files.graph}.partial`);
+    await vectors.saveGraph(`${files.graph}.partial`);
     await rename(`${files.graph}.partial`, files.graph);
     const manifest: SnapshotManifest = {
       format: 1, dimension: vectors.dimension, ann, count: vectors.size, fingerprint: vectors.fingerprint(), graphSha256: await sha256Of(files.graph),

@@ -14,6 +14,7 @@ import type { PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorSearch
 import { CollectionVectors, defaultAnnSettings, type AnnSettings, type StoredVector } from './collection-vectors.js';
 import { defaultSearchThresholds, searchCollectionVectors, type SearchThresholds } from './filtered-search.js';
 import { GraphSnapshots } from './graph-snapshots.js';
+import { GraphThread } from './graph-thread.js';
 import { normalised } from './row-block.js';
 import { decodeEmbeddingInto, EmbeddedVectorTable } from './vector-table.js';
 
@@ -31,7 +32,7 @@ export interface EmbeddedVectorStoreOptions {
 const persistBatchRows = 1_000;
 /** Rows per page when rebuilding: ~10 MB of base64 per 384-dim page. */
 const loadPageRows = 5_000;
-/** Rows per graph insert when rebuilding: ~0.1-0.3 s of blocked event loop at 3,000-10,000 rows/s. */
+/** Rows per graph insert request when rebuilding (~1.5 MB of 384-dim rows a message). */
 const rebuildAddRows = 1_000;
 
 export class EmbeddedVectorStore implements VectorStore {
@@ -40,6 +41,7 @@ export class EmbeddedVectorStore implements VectorStore {
   private readonly ann: AnnSettings;
   private readonly thresholds: SearchThresholds;
   private readonly snapshots: GraphSnapshots | null;
+  private readonly graphs = new GraphThread();
   /** Loaded (or loading) collections; concurrent callers await the same promise. */
   private readonly collections = new Map<string, Promise<CollectionVectors>>();
   /** How each loaded collection came into memory. */
@@ -87,8 +89,9 @@ export class EmbeddedVectorStore implements VectorStore {
   async dropCollection(collectionId: string): Promise<void> {
     this.assertOpen();
     await this.serially(collectionId, async () => {
-      await this.collections.get(collectionId)?.catch(() => undefined);
+      const vectors = await this.collections.get(collectionId)?.catch(() => undefined);
       await this.table.deleteCollection(collectionId);
+      vectors?.dispose();
       this.collections.delete(collectionId);
       this.loads.delete(collectionId);
       await this.snapshots?.remove(collectionId);
@@ -136,6 +139,7 @@ export class EmbeddedVectorStore implements VectorStore {
     }
     this.collections.clear();
     this.writeQueues.clear();
+    await this.graphs.close();
   }
 
   /** The collection's in-memory index, rebuilt from the table on first use after a start. */
@@ -167,25 +171,26 @@ export class EmbeddedVectorStore implements VectorStore {
   private async rebuild(collectionId: string, dimension: number): Promise<CollectionVectors> {
     const started = performance.now();
     const snapshot = await this.snapshots?.take(collectionId);
+    let vectors: CollectionVectors | undefined;
     try {
-      const vectors = await this.loadRows(collectionId, dimension);
+      vectors = await this.loadRows(collectionId, dimension);
       let source: 'snapshot' | 'rebuild' = 'snapshot';
-      if (!(snapshot && await snapshot.matches(vectors, this.ann) && vectors.loadGraph(snapshot.graphFile))) {
+      if (!(snapshot && await snapshot.matches(vectors, this.ann) && await vectors.loadGraph(snapshot.graphFile))) {
         source = 'rebuild';
-        for (const _slice of vectors.graphSlices(rebuildAddRows)) {
-          // Graph inserts run on this thread: yield so requests keep being served during a rebuild.
-          await new Promise((resolve) => setImmediate(resolve));
-        }
+        await vectors.addAllToGraph(rebuildAddRows);
       }
       this.loads.set(collectionId, { source, seconds: Math.round(performance.now() - started) / 1000 });
       return vectors;
+    } catch (error) {
+      vectors?.dispose();
+      throw error;
     } finally {
       await snapshot?.discard();
     }
   }
 
   private async loadRows(collectionId: string, dimension: number): Promise<CollectionVectors> {
-    const vectors = new CollectionVectors(dimension, this.ann);
+    const vectors = new CollectionVectors(dimension, this.graphs, this.ann);
     const attributes = await this.table.chunkAttributes(collectionId, loadPageRows);
     for await (const page of this.table.pages(collectionId, loadPageRows)) {
       const pageMatrix = new Float32Array(page.keys.length * dimension);

@@ -37,11 +37,10 @@ export class EmbeddedVectorTable {
   constructor(private readonly sql: SqlRunner) {}
 
   /**
-   * One statement: the caller sizes the batch. The keys and base64 strings are written into the
-   * SQL text rather than bound: the runner inlines bound values through MikroORM's formatQuery,
-   * whose character-by-character escaping made a 1,000-row batch (2 MB) 2.8x slower (1,900 vs
-   * 5,400 rows/s on PGlite). Both are safe to splice: keys are checked to be integers and base64
-   * uses only [A-Za-z0-9+/=].
+   * One statement: the caller sizes the batch. The embeddings go as one bound text of
+   * comma-separated base64 (base64 has no comma), split in SQL: on PGlite a bound value is sent
+   * about twice as fast as the same bytes inlined into the statement, and one value instead of one
+   * per row keeps knex's placeholder handling out of it.
    */
   async upsert(collectionId: string, rows: KeyedEmbedding[]): Promise<void> {
     if (rows.length === 0) return;
@@ -50,10 +49,9 @@ export class EmbeddedVectorTable {
     await this.sql(
       `insert into embedded_vectors (chunk_key, collection_id, embedding)
        select chunk_key, ?::uuid, embedding
-       from unnest('{${keys.join(',')}}'::bigint[], string_to_array('${rows.map((row) => encodeEmbedding(row.embedding)).join(',')}', ','))
-         as row(chunk_key, embedding)
+       from unnest(?::bigint[], string_to_array(?::text, ',')) as row(chunk_key, embedding)
        on conflict (chunk_key) do update set collection_id = excluded.collection_id, embedding = excluded.embedding`,
-      [collectionId],
+      [collectionId, keys, rows.map((row) => encodeEmbedding(row.embedding)).join(',')],
     );
   }
 

@@ -1,0 +1,48 @@
+/**
+ * The HNSW graphs of the embedded store live on a thread of their own. Inserting into a graph is
+ * the costliest step of writing a vector (~0.15-0.4 ms a vector for local-embedder vectors, which
+ * spread widely); done on the main thread it took ~20 % of that thread's time while ingesting
+ * (bench/search/ingest-profile.ts), stalling HTTP and the next batch. Writes are posted and not
+ * waited for; requests are applied in order, so a search sees every write posted before it. The
+ * thread starts with the first graph and keeps the process alive only while a request is out.
+ */
+import { startModuleWorker } from '../../../src/threads/module-worker.js';
+import { ThreadRequests } from '../../../src/threads/thread-requests.js';
+import type { AnnSettings } from './collection-vectors.js';
+
+type Request =
+  | { op: 'create'; graph: number; dimension: number; ann: AnnSettings }
+  | { op: 'add'; graph: number; keys: BigUint64Array; rows: Float32Array }
+  | { op: 'remove'; graph: number; keys: BigUint64Array }
+  | { op: 'search'; graph: number; query: Float32Array; count: number }
+  | { op: 'save'; graph: number; file: string }
+  | { op: 'load'; graph: number; file: string; expectedSize: number }
+  | { op: 'drop'; graph: number }
+  | { op: 'sync' };
+
+export type GraphRequest = Request & { id: number };
+
+export class GraphThread {
+  private requests: ThreadRequests | undefined;
+  private nextGraph = 1;
+
+  private thread(): ThreadRequests {
+    this.requests ??= new ThreadRequests(startModuleWorker(import.meta.url, 'graph-worker'), 'vector graph');
+    return this.requests;
+  }
+
+  send<T = null>(request: Request, transfer: Array<ArrayBuffer> = []): Promise<T> {
+    return this.thread().request<T>(request, transfer);
+  }
+
+  /** A new empty graph; its id names it in later requests. */
+  create(dimension: number, ann: AnnSettings): { id: number; created: Promise<null> } {
+    const id = this.nextGraph++;
+    return { id, created: this.send({ op: 'create', graph: id, dimension, ann }) };
+  }
+
+  async close(): Promise<void> {
+    await this.requests?.terminate('the vector graph thread is closed');
+    this.requests = undefined;
+  }
+}
