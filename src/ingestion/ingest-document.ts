@@ -83,15 +83,26 @@ async function writeProgress(sql: SqlRunner, updates: Array<{ id: string; progre
   );
 }
 
+/**
+ * Starts reading a document's original file. The storage error would name a server path; the
+ * client only needs to know the file is gone. Awaited later (the next file is read while the current
+ * one is parsed), so a failure must not count as unhandled meanwhile.
+ */
+function readOriginal(runtime: IngestionRuntime, row: DocumentRow): Promise<Buffer> {
+  const reading = row.storage_key
+    ? runtime.files.read(row.storage_key).catch(() => {
+      throw new Error('the original file is missing or unreadable');
+    })
+    : Promise.reject(new Error('the original file is missing'));
+  reading.catch(() => undefined);
+  return reading;
+}
+
 /** Parses and chunks one document; failures here are the document's own (bad file), never retried. */
-async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRecord, row: DocumentRow): Promise<PreparedDocument> {
+async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRecord, row: DocumentRow, original: Promise<Buffer>): Promise<PreparedDocument> {
   let parsed;
   try {
-    if (!row.storage_key) throw new Error('the original file is missing');
-    // The storage error would name a server path; the client only needs to know the file is gone.
-    const data = await runtime.files.read(row.storage_key).catch(() => {
-      throw new Error('the original file is missing or unreadable');
-    });
+    const data = await original;
     const choice = await detectParser(runtime.parsers, { filename: row.filename, contentType: row.content_type, data });
     parsed = await choice.parser.parse({ filename: row.filename, contentType: choice.contentType, data });
   } catch (error) {
@@ -180,24 +191,33 @@ type Progress = (stage: string, percent: number, message: string) => Promise<voi
 
 /**
  * Embeds and writes the prepared documents, CHUNK_SLICE chunks at a time, then marks them ready.
- * Only one slice's vectors exist at once: a 200 MB text (~340k chunks) otherwise held every vector
- * as JavaScript numbers (GiBs) and kept the thread busy for minutes (bench/ingest-memory).
- * An embedding failure is an IngestionError of stage `embedding`; a write failure is thrown as is.
+ * Only two slices' vectors exist at once (the one being written and the next, embedded meanwhile):
+ * a 200 MB text (~340k chunks) otherwise held every vector as JavaScript numbers (GiBs) and kept the
+ * thread busy for minutes (bench/ingest-memory). Embedding runs on other threads or at a provider,
+ * so the first slice is embedded while the old elements are replaced, and each next slice while the
+ * current one is written. An embedding failure is an IngestionError of stage `embedding`; a write
+ * failure is thrown as is.
  */
 async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], progress: Progress): Promise<void> {
-  await replaceElements(runtime, collection, documents);
   const rows = chunkRows(documents);
   const model = runtime.embeddingModelFor(collection);
+  const embedSlice = (start: number): Promise<number[][]> => {
+    const texts = rows.slice(start, start + CHUNK_SLICE).map((row) => row.text);
+    const embedding = embedChunkTexts(model, texts, collection.dimension, (embedded) =>
+      progress('embedding', 25 + (65 * (start + embedded)) / rows.length, `embedded ${start + embedded} of ${rows.length} chunks`),
+    ).catch((error: unknown) => {
+      throw asIngestionError('embedding', error, isRetryableEmbeddingFailure(error));
+    });
+    // Awaited below; until then a failure must not count as unhandled (a write may fail first).
+    embedding.catch(() => undefined);
+    return embedding;
+  };
+  let nextVectors = embedSlice(0);
+  await replaceElements(runtime, collection, documents);
   for (let start = 0; start < rows.length; start += CHUNK_SLICE) {
     const slice = rows.slice(start, start + CHUNK_SLICE);
-    const texts = slice.map((row) => row.text);
-    let vectors: number[][];
-    try {
-      vectors = await embedChunkTexts(model, texts, collection.dimension, (embedded) =>
-        progress('embedding', 25 + (65 * (start + embedded)) / rows.length, `embedded ${start + embedded} of ${rows.length} chunks`));
-    } catch (error) {
-      throw asIngestionError('embedding', error, isRetryableEmbeddingFailure(error));
-    }
+    const vectors = await nextVectors;
+    if (start + CHUNK_SLICE < rows.length) nextVectors = embedSlice(start + CHUNK_SLICE);
     await progress('indexing', 25 + (65 * (start + slice.length)) / rows.length, `indexing chunks ${start + 1}-${start + slice.length} of ${rows.length}`);
     await writeChunks(runtime, collection, slice, vectors);
   }
@@ -262,9 +282,12 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
   await writeStage('parsing', 5, rows.length === 1 ? `parsing ${rows[0]!.filename}` : `parsing ${rows.length} documents`, true);
 
   const documents: PreparedDocument[] = [];
-  for (const row of rows) {
+  let nextOriginal = readOriginal(runtime, rows[0]!);
+  for (const [index, row] of rows.entries()) {
+    const original = nextOriginal;
+    if (index + 1 < rows.length) nextOriginal = readOriginal(runtime, rows[index + 1]!);
     try {
-      documents.push(await parseAndChunk(runtime, collection, row));
+      documents.push(await parseAndChunk(runtime, collection, row, original));
     } catch (error) {
       outcomes.set(row.id, { documentId: row.id, status: 'failed', error: asIngestionError('parsing', error, false) });
     }

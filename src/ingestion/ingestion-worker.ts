@@ -10,7 +10,7 @@ const HEARTBEAT_MS = 15_000;
  * Jobs claimed at once. Their writes go out as one set of bulk statements, which is what lets the
  * embedded database (~1 ms a statement) ingest hundreds of documents a second.
  */
-const CLAIM_BATCH = 32;
+const CLAIM_BATCH = 64;
 
 /**
  * In-process workers that claim ingestion jobs from the durable queue. `concurrency` loops run at

@@ -30,6 +30,9 @@ export function assertSafeKey(key: string): void {
 
 /** Files under DATA_DIR/files. */
 export class LocalFileStore implements FileStore {
+  /** Directories this store made: every upload of a collection goes to the same one. */
+  private readonly madeDirectories = new Set<string>();
+
   constructor(private readonly root: string) {}
 
   private resolve(key: string): string {
@@ -39,7 +42,11 @@ export class LocalFileStore implements FileStore {
 
   async write(key: string, source: Readable): Promise<void> {
     const target = this.resolve(key);
-    await mkdir(path.dirname(target), { recursive: true });
+    const directory = path.dirname(target);
+    if (!this.madeDirectories.has(directory)) {
+      await mkdir(directory, { recursive: true });
+      this.madeDirectories.add(directory);
+    }
     await pipeline(source, createWriteStream(target));
   }
 
@@ -59,6 +66,8 @@ export class LocalFileStore implements FileStore {
   }
 
   async remove(keyOrPrefix: string): Promise<void> {
-    await rm(this.resolve(keyOrPrefix), { recursive: true, force: true });
+    const target = this.resolve(keyOrPrefix);
+    for (const directory of this.madeDirectories) if (directory === target || directory.startsWith(`${target}${path.sep}`)) this.madeDirectories.delete(directory);
+    await rm(target, { recursive: true, force: true });
   }
 }
