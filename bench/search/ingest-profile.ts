@@ -3,14 +3,15 @@
  * does (file-backed PGlite in a temp directory, or DATABASE_URL), times every SQL statement
  * (grouped by its text, at the knex client that both the ORM and the SqlRunner go through) and
  * the ingestion stages (parse, embed, keyword index add, vector store upsert), then
- *   A. uploads N documents over HTTP one at a time with the workers stopped (the upload path alone),
+ *   A. uploads N documents over HTTP with the workers stopped (the upload path alone): one at a time,
+ *      or `batch` files per POST .../documents/batch request when a batch size is given,
  *   B. starts the workers and lets them ingest the queue alone (the worker path alone),
  *   C. runs 500 keyword and 500 hybrid queries one at a time, splitting the server's time into
  *      request lifecycle segments (auth, validation, handler, serialisation, write) and statements.
  * Each path is measured without the others competing for the one thread and PGlite's one connection.
  * The HTTP client runs in this process too: per-document wall times include its CPU.
  *
- * Run: npx tsx bench/search/ingest-profile.ts [documents=2000]   (DATABASE_URL: that database is dropped and recreated)
+ * Run: npx tsx bench/search/ingest-profile.ts [documents=2000] [batch=1]   (DATABASE_URL: that database is dropped and recreated)
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -27,6 +28,7 @@ import { documentText } from './corpus.js';
 import { resetPostgresDatabase } from './harness.js';
 
 const documents = Number(process.argv[2] ?? 2000);
+const uploadBatch = Math.max(1, Number(process.argv[3] ?? 1));
 const databaseUrl = process.env.DATABASE_URL || undefined;
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-ingest-profile-'));
 if (databaseUrl) await resetPostgresDatabase(databaseUrl);
@@ -148,15 +150,17 @@ function report(title: string, map: Map<string, Tally>, wallMs: number, rows = 2
 }
 
 try {
-  // A. The upload path alone (no workers yet), one upload at a time.
+  // A. The upload path alone (no workers yet), one request at a time.
   sqlTally.clear();
   phase = 'upload';
   let started = performance.now();
-  for (let index = 0; index < documents; index++) {
+  for (let first = 0; first < documents; first += uploadBatch) {
     const form = new FormData();
-    form.append('metadata', JSON.stringify({ doc: index }));
-    form.append('file', new Blob([documentText(index)], { type: 'text/plain' }), `doc-${index}.txt`);
-    const response = await fetch(`${baseUrl}/v1/collections/bench/documents`, { method: 'POST', headers, body: form });
+    form.append('metadata', JSON.stringify({ doc: first }));
+    for (let index = first; index < Math.min(documents, first + uploadBatch); index++) {
+      form.append('file', new Blob([documentText(index)], { type: 'text/plain' }), `doc-${index}.txt`);
+    }
+    const response = await fetch(`${baseUrl}/v1/collections/bench/documents${uploadBatch > 1 ? '/batch' : ''}`, { method: 'POST', headers, body: form });
     if (response.status !== 202) throw new Error(`upload: ${response.status} ${await response.text()}`);
     await response.arrayBuffer();
   }
