@@ -1,12 +1,12 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { PGliteInterface } from '@electric-sql/pglite';
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite/vector';
 import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM, type EntityManager, type Options } from '@mikro-orm/postgresql';
 import { PGliteDriver, type PGliteConnectionConfig } from 'mikro-orm-pglite';
 import { entities } from './entities/index.js';
 import { migrations } from './migrations/index.js';
-import { PgliteThread } from './pglite-thread.js';
 
 export interface DatabaseOptions {
   /** PostgreSQL URL; undefined selects PGlite. */
@@ -51,10 +51,12 @@ export const vectorSearchSessionSettings = { 'hnsw.ef_search': '100', 'hnsw.iter
  */
 const pgliteSessionSettings = { ...vectorSearchSessionSettings, wal_init_zero: 'off' };
 
-async function openPglite(dataDir: string | undefined): Promise<PgliteThread> {
+async function openPglite(dataDir: string | undefined): Promise<PGlite> {
   // PGlite needs the parent of its data directory to exist.
   if (dataDir !== undefined) await fs.mkdir(path.dirname(dataDir), { recursive: true });
-  return PgliteThread.open({ dataDir, settings: pgliteSessionSettings });
+  const pglite = await PGlite.create({ ...(dataDir === undefined ? {} : { dataDir }), extensions: { vector } });
+  for (const [name, value] of Object.entries(pgliteSessionSettings)) await pglite.query('select set_config($1, $2, false)', [name, value]);
+  return pglite;
 }
 
 /**
@@ -75,7 +77,7 @@ function sendSingleStatementsAsOne(orm: MikroORM): void {
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   let orm: MikroORM;
-  let pglite: PgliteThread | undefined;
+  let pglite: PGlite | undefined;
   if (options.databaseUrl) {
     orm = await MikroORM.init({
       ...commonOptions(),
@@ -91,8 +93,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       ...commonOptions(),
       driver: PGliteDriver,
       dbName: 'postgres',
-      // The dialect calls only what PgliteThread offers (query, exec, waitReady).
-      driverOptions: { connection: { pglite: () => instance as unknown as PGliteInterface } satisfies PGliteConnectionConfig },
+      driverOptions: { connection: { pglite: () => instance } satisfies PGliteConnectionConfig },
       debug: options.debug ?? false,
     } as unknown as Options);
   }

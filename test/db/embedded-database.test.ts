@@ -5,12 +5,12 @@ import t from 'tap';
 import { openDatabase } from '../../src/db/database.js';
 import { createSqlRunner } from '../../src/db/sql-runner.js';
 
-t.test('statements on the embedded database thread keep PostgreSQL error fields and order', async (t) => {
+t.test('statements on the embedded database keep PostgreSQL error fields and their order', async (t) => {
   const database = await openDatabase({});
   t.teardown(() => database.close());
   const sql = createSqlRunner(database);
   const failure = await sql('select 1 / 0').then(() => null, (error: unknown) => error as { code?: string; message: string });
-  t.equal(failure?.code, '22012', 'the SQLSTATE crosses the thread (division_by_zero)');
+  t.equal(failure?.code, '22012', 'the SQLSTATE reaches the caller (division_by_zero)');
   t.match(failure?.message, /division by zero/);
   await sql('create table ordered (n int)');
   await Promise.all(Array.from({ length: 20 }, (_, n) => sql('insert into ordered values (?)', [n])));
