@@ -30,7 +30,8 @@ export class ThreadRequests {
   /** Settles with the worker's ready message. */
   readonly ready: Promise<unknown>;
 
-  constructor(private readonly worker: Worker, label: string) {
+  /** `onStop` hears once why the thread is gone (it failed, exited or was terminated). */
+  constructor(private readonly worker: Worker, label: string, onStop?: (reason: Error) => void) {
     this.ready = new Promise((resolve, reject) => this.pending.set(READY_ID, { resolve, reject }));
     this.ready.catch(() => undefined);
     worker.on('message', (answer: ThreadAnswer) => {
@@ -41,6 +42,7 @@ export class ThreadRequests {
       else request?.resolve(answer.result);
     });
     const stop = (error: Error) => {
+      if (!this.stoppedBy) onStop?.(error);
       this.stoppedBy ??= error;
       for (const request of this.pending.values()) request.reject(error);
       this.pending.clear();
@@ -51,6 +53,11 @@ export class ThreadRequests {
 
   get stopped(): boolean {
     return this.stoppedBy !== undefined;
+  }
+
+  /** Requests not answered yet (the ready message counts until it arrives). */
+  get pendingCount(): number {
+    return this.pending.size;
   }
 
   request<T>(message: Record<string, unknown>, transfer: Transferable[] = []): Promise<T> {
