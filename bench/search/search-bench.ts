@@ -169,17 +169,23 @@ interface Stats {
 
 let nextDocument = 0;
 
-async function uploadDocument(baseUrl: string, key: string, index: number): Promise<void> {
+/** One document; returns 1 when it was a duplicate of a stored one (answered 200, nothing new stored). */
+async function uploadDocument(baseUrl: string, key: string, index: number): Promise<number> {
   const form = new FormData();
   form.append('metadata', JSON.stringify({ doc: index, topic: topicOfDocument(index) }));
   form.append('file', new Blob([documentText(index)], { type: 'text/plain' }), `doc-${String(index).padStart(6, '0')}.txt`);
   const response = await fetch(`${baseUrl}/v1/collections/${COLLECTION}/documents`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-  if (response.status !== 202) throw new Error(`upload ${index}: ${response.status} ${await response.text()}`);
+  if (response.status !== 202 && response.status !== 200) throw new Error(`upload ${index}: ${response.status} ${await response.text()}`);
   await response.arrayBuffer();
+  return response.status === 200 ? 1 : 0;
 }
 
-/** Documents [first, first + count) in one POST .../documents/batch; the batch's metadata names its first document. */
-async function uploadBatch(baseUrl: string, key: string, first: number, count: number): Promise<void> {
+/**
+ * Documents [first, first + count) in one POST .../documents/batch; the batch's metadata names its
+ * first document. Returns how many were duplicates of documents already stored (same text, skipped
+ * by the default `on_duplicate`); a refused file stops the run.
+ */
+async function uploadBatch(baseUrl: string, key: string, first: number, count: number): Promise<number> {
   const form = new FormData();
   form.append('metadata', JSON.stringify({ batch_first_doc: first }));
   for (let index = first; index < first + count; index++) {
@@ -187,7 +193,10 @@ async function uploadBatch(baseUrl: string, key: string, first: number, count: n
   }
   const response = await fetch(`${baseUrl}/v1/collections/${COLLECTION}/documents/batch`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
   if (response.status !== 202) throw new Error(`batch from ${first}: ${response.status} ${await response.text()}`);
-  await response.arrayBuffer();
+  const { documents } = (await response.json()) as { documents: Array<{ id?: string; duplicate?: boolean }> };
+  const refused = documents.filter((document) => !document.id);
+  if (refused.length > 0) throw new Error(`batch from ${first}: ${refused.length} files refused: ${JSON.stringify(refused[0])}`);
+  return documents.filter((document) => document.duplicate).length;
 }
 
 async function stats(client: JsonClient): Promise<Stats> {
@@ -204,6 +213,8 @@ interface IngestionRun {
   documents_per_s: number;
   chunks_per_s: number;
   uploads_per_s: number;
+  /** Uploads whose text an earlier document already had: answered with that document, nothing new stored. */
+  duplicates_skipped: number;
   stats_polls: number;
   cpu?: CpuUse;
 }
@@ -215,18 +226,19 @@ async function ingest(client: JsonClient, baseUrl: string, key: string, count: n
   const last = first + count;
   nextDocument = last;
   let cursor = first;
+  let duplicates = 0;
   const started = performance.now();
   if (UPLOAD_BATCH > 1) {
     await Promise.all(Array.from({ length: BATCHES_IN_FLIGHT }, async () => {
       while (cursor < last) {
         const start = cursor;
         cursor = Math.min(last, cursor + UPLOAD_BATCH);
-        await uploadBatch(baseUrl, key, start, cursor - start);
+        duplicates += await uploadBatch(baseUrl, key, start, cursor - start);
       }
     }));
   } else {
     await Promise.all(Array.from({ length: UPLOADS_IN_FLIGHT }, async () => {
-      while (cursor < last) await uploadDocument(baseUrl, key, cursor++);
+      while (cursor < last) duplicates += await uploadDocument(baseUrl, key, cursor++);
     }));
   }
   const uploadSeconds = (performance.now() - started) / 1000;
@@ -237,7 +249,7 @@ async function ingest(client: JsonClient, baseUrl: string, key: string, count: n
     polls += 1;
     const waiting = (after.documents_by_status.pending ?? 0) + (after.documents_by_status.processing ?? 0);
     if ((after.documents_by_status.failed ?? 0) > 0) throw new Error(`${after.documents_by_status.failed} documents failed`);
-    if (waiting === 0 && after.documents >= last) break;
+    if (waiting === 0 && after.documents - before.documents >= count - duplicates) break;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   const seconds = (performance.now() - started) / 1000;
@@ -247,7 +259,7 @@ async function ingest(client: JsonClient, baseUrl: string, key: string, count: n
     collection_chunks_before: before.chunks, collection_chunks_after: after.chunks,
     upload_seconds: roundTo(uploadSeconds), seconds: roundTo(seconds),
     documents_per_s: Math.round(count / seconds), chunks_per_s: Math.round(chunks / seconds),
-    uploads_per_s: Math.round(count / uploadSeconds), stats_polls: polls,
+    uploads_per_s: Math.round(count / uploadSeconds), duplicates_skipped: duplicates, stats_polls: polls,
   };
 }
 
