@@ -7,7 +7,9 @@
  * 2. A binary signature found by file-type (magic bytes) decides: a PDF named notes.txt is read
  *    as PDF; a zip holding word/document.xml is a DOCX; an image, archive or executable is refused
  *    (415) whatever its name. A zip whose head does not show its entries (a truncated DOCX) keeps
- *    the zip-based format its name claims, so the parser can say what is wrong with it.
+ *    the zip-based format its name claims, so the parser can say what is wrong with it. Some
+ *    signatures are one or two bytes (an MPEG transport stream is "G" at offsets 0 and 188), which
+ *    prose matches: content without a binary byte, named or declared as text, stays text.
  * 3. Binary data without a known signature is refused (415), even when named .txt.
  * 4. Text: the extension, then the declared content type, pick among the text parsers; HTML
  *    markup from the first tag on overrides a text or Markdown name. A binary format's name on
@@ -129,8 +131,12 @@ export async function detectParser(parsers: readonly Parser[], sample: FileSampl
   if (sample.data.length === 0) throw new BadRequestError(`File "${sample.filename}" is empty: there is nothing to index`);
   const byName = selectParser(parsers, sample.filename, sample.contentType);
   const signature = await binarySignature(sample.data);
-  if (signature) return chooseBinary(parsers, sample, byName, signature);
-  if (looksBinary(sample.data.subarray(0, UPLOAD_SAMPLE_BYTES))) throw unsupported(parsers, sample.filename, 'holds binary data of no supported format');
+  const binary = looksBinary(sample.data.subarray(0, UPLOAD_SAMPLE_BYTES));
+  const textByName = byName !== null && isTextType(byName.contentType) && !binary;
+  if (signature && !(textByName && !parserForType(parsers, signature.mime) && signature.mime !== 'application/zip')) {
+    return chooseBinary(parsers, sample, byName, signature);
+  }
+  if (binary) throw unsupported(parsers, sample.filename, 'holds binary data of no supported format');
   return chooseText(parsers, sample, byName);
 }
 

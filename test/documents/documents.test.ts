@@ -121,6 +121,16 @@ for (const backend of testBackends()) {
       t.equal((await getDocument('docs', ids['page.html']!)).json().title, 'Sample Page', 'HTML title is <title>');
     });
 
+    await t.test('prose that happens to match a transport-stream signature is accepted as the text it is named', async (t) => {
+      await createCollection({ name: 'prose' });
+      // "G" at offsets 0 and 188 is all file-type needs to call data an MPEG transport stream.
+      const prose = `Gardens ${'grow slowly in the shade of old walls. '.repeat(5).slice(0, 180)}Gravel paths wind between the beds and the pond.`;
+      const response = await upload('prose', 'garden.txt', prose, 'text/plain');
+      t.equal(response.statusCode, 202, response.body);
+      const [document] = await waitForIngestion(app, 'prose', admin);
+      t.match(document, { status: 'ready', content_type: 'text/plain' });
+    });
+
     await t.test('elements: types in order with heading paths', async (t) => {
       const markdown = await app.inject({ url: `/v1/collections/docs/documents/${ids['guide.md']}/elements`, headers: admin });
       t.equal(markdown.statusCode, 200);

@@ -39,6 +39,15 @@ t.test('binary formats are recognised by their magic bytes, whatever the name sa
   t.same(await choose('bomb.docx', await buildZipBomb()), ['docx', DOCX_TYPE], 'a bomb reaches the parser, which refuses it');
 });
 
+t.test('prose that matches a one-byte signature stays text when its name says text', async (t) => {
+  // file-type calls any data with "G" at offsets 0 and 188 an MPEG transport stream.
+  const prose = `Gardens ${'grow slowly in the shade of old walls. '.repeat(5).slice(0, 180)}Gravel paths wind between the beds and the pond.`;
+  t.equal(prose[188], 'G');
+  t.same(await choose('garden.txt', prose, 'text/plain'), ['text', 'text/plain']);
+  t.same(await choose('garden.md', prose), ['markdown', 'text/markdown']);
+  t.match(await refusal('garden.bin', prose), [415, /MTS data/], 'no text name: the signature still decides');
+});
+
 t.test('unsupported binary data is refused with 415 naming the supported types', async (t) => {
   const [status, detail] = await refusal('photo.txt', buildPng(), 'text/plain');
   t.equal(status, 415);
