@@ -9,9 +9,8 @@
  * Usage: npm run build && npx tsx bench/documents/batch-upload.ts [files=1000]
  * Writes bench/results/batch-upload-<pglite|postgresql>.json.
  */
-import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { bootstrapAdmin, machineDescription, startService } from '../support/service-process.js';
+import { bootstrapAdmin, machineDescription, startService, writeResult } from '../support/service-process.js';
 
 const fileCount = Number(process.argv[2] ?? 1000);
 const databaseUrl = process.env.BENCH_DATABASE_URL;
@@ -79,11 +78,9 @@ try {
     chunks_per_second_end_to_end: Math.round(stats.chunks / totalSeconds),
     by_status: status.by_status,
     machine: machineDescription(),
-    load_average: (await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).map(Number),
     measured_at: new Date().toISOString(),
   };
-  await writeFile(resultPath, `${JSON.stringify(result, null, 2)}\n`);
-  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  await writeResult(resultPath, result);
 } finally {
   await service.stop();
 }

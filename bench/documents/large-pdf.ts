@@ -20,14 +20,12 @@
  * Writes bench/results/large-pdf.json (BENCH_OUT overrides).
  */
 import { readFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pdfParserPlugin } from '../../plugins/parser/pdf/index.js';
 import { buildPdf, type PdfPage } from '../../test/support/document-fixtures.js';
 import { CpuMonitor, roundTo, waitForQuiet } from '../search/harness.js';
-import { bootstrapAdmin, machineDescription, startService } from '../support/service-process.js';
+import { bootstrapAdmin, machineDescription, startService, writeResult } from '../support/service-process.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PAGES = Number(process.env.BENCH_PAGES ?? 500);
@@ -135,14 +133,12 @@ async function main() {
       date: new Date().toISOString(),
       database: databaseUrl ? 'postgresql' : 'pglite',
       machine: machineDescription(),
-      load_average: os.loadavg().map((value) => roundTo(value)),
       quiet_wait: quiet,
       pdf: { pages: PAGES, bytes: pdf.length },
       parser_alone: parser,
       end_to_end: endToEnd,
     };
-    await mkdir(path.dirname(OUT), { recursive: true });
-    await writeFile(OUT, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult(OUT, result);
     log(`wrote ${path.relative(root, OUT)}`);
   } finally {
     await service.stop();

@@ -12,10 +12,10 @@
  * Usage: npm run build && npx tsx bench/ingest-memory/ingest-memory.ts [megabytes=200] [processing cap minutes=20]
  * Writes bench/results/ingest-memory.json.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { bootstrapAdmin, machineDescription, startService } from '../support/service-process.js';
+import { bootstrapAdmin, machineDescription, startService, writeResult } from '../support/service-process.js';
 
 const megabytes = Number(process.argv[2] ?? 200);
 const processingCapMinutes = Number(process.argv[3] ?? 20);
@@ -197,11 +197,9 @@ try {
       longest_unanswered_status_request_seconds: Math.round(longestSilenceMs / 1000),
     },
     machine: machineDescription(),
-    load_average: (await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).map(Number),
     measured_at: new Date().toISOString(),
   };
-  await writeFile(resultPath, `${JSON.stringify(result, null, 2)}\n`);
-  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  await writeResult(resultPath, result);
 } finally {
   await service.stop();
 }

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -72,6 +72,18 @@ export async function bootstrapAdmin(baseUrl: string, keyBody: Record<string, un
   return { key: ((await created.json()) as { key: string }).key, cookie };
 }
 
+/** The machine a result was measured on, with its load when asked (other processes skew every figure). */
 export function machineDescription() {
-  return { node: process.version, cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model ?? 'unknown', memory_gib: Math.round(os.totalmem() / 2 ** 30) };
+  return {
+    node: process.version, cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model ?? 'unknown', memory_gib: Math.round(os.totalmem() / 2 ** 30),
+    load_average: os.loadavg().map((load) => Math.round(load * 100) / 100),
+  };
+}
+
+/** Writes a result file (creating its folder) and prints the result. */
+export async function writeResult(file: string, result: unknown): Promise<void> {
+  const text = `${JSON.stringify(result, null, 2)}\n`;
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, text);
+  process.stdout.write(text);
 }

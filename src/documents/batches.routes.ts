@@ -11,7 +11,7 @@ import {
   admittedEntry, batchDetails, batchStatus, deleteBatch, discardBatch, findBatch, newBatchId, openBatch, recordBatchFiles, refusedEntry,
   serializeNewBatch, type BatchEntry,
 } from './batches.service.js';
-import { admitFiles, parseOnDuplicate, type AdmittedFile } from './document-intake.js';
+import { admitFiles, intakeRuntime, parseOnDuplicate, type AdmittedFile } from './document-intake.js';
 import { removalRuntime } from './document-removal.js';
 import { parseMetadataField } from './metadata-rules.js';
 
@@ -41,7 +41,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
       const onDuplicate = parseOnDuplicate(fields.on_duplicate);
       const received = outcomes.filter((outcome): outcome is ReceivedFile => !isRefused(outcome));
       await openBatch(sql, collection.id, batchId, 'upload');
-      admitted = await admitFiles({ ...removalRuntime(services), jobs: services.jobs }, collection, received, { metadata, onDuplicate, batchId });
+      admitted = await admitFiles(intakeRuntime(services), collection, received, { metadata, onDuplicate, batchId });
     } catch (error) {
       // Refused before any document exists (metadata, tenant): nothing of the request stays.
       await discardBatch(sql, batchId);

@@ -48,8 +48,8 @@ export async function insertChunks(sql: SqlRunner, collectionId: string, chunks:
   return keys;
 }
 
-export async function chunkKeysOfDocument(sql: SqlRunner, documentId: string): Promise<number[]> {
-  const rows = await sql<{ key: string | number }>('select key from chunks where document_id = ?', [documentId]);
+export async function chunkKeysOfDocuments(sql: SqlRunner, documentIds: string[]): Promise<number[]> {
+  const rows = await sql<{ key: string | number }>('select key from chunks where document_id = any(?::uuid[])', [documentIds]);
   return rows.map((row) => Number(row.key));
 }
 

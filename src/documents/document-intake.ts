@@ -2,7 +2,7 @@ import type { CollectionRecord, DocumentRecord } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
 import type { JobQueue } from '../ingestion/job-queue.js';
 import { createDocuments, documentFromRow, serializeDocument, type DocumentRow, type NewDocumentInput } from './documents.service.js';
-import { removeDocuments, type RemovalRuntime } from './document-removal.js';
+import { removalRuntime, removeDocuments, type RemovalRuntime } from './document-removal.js';
 import { checkMetadata } from './metadata-rules.js';
 
 /**
@@ -20,6 +20,10 @@ export type OnDuplicate = (typeof ON_DUPLICATE)[number];
 
 export interface IntakeRuntime extends RemovalRuntime {
   jobs: JobQueue;
+}
+
+export function intakeRuntime(services: Parameters<typeof removalRuntime>[0] & { jobs: JobQueue }): IntakeRuntime {
+  return { ...removalRuntime(services), jobs: services.jobs };
 }
 
 export interface AdmittedFile {

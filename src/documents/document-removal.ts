@@ -4,6 +4,7 @@ import type { SqlRunner } from '../plugins.js';
 import { dropCollectionIndexes, prepareCollectionIndexes, removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
 import type { FileStore } from '../storage/file-store.js';
 import { elementFilesPrefix } from './element-files.js';
+import { chunkKeysOfDocuments } from './chunk-store.js';
 
 export interface RemovalRuntime {
   sql: SqlRunner;
@@ -29,13 +30,13 @@ export async function removeDocument(runtime: RemovalRuntime, collection: Collec
 export async function removeDocuments(runtime: RemovalRuntime, collection: CollectionRecord, documents: RemovableDocument[]): Promise<void> {
   if (documents.length === 0) return;
   const ids = documents.map((document) => document.id);
-  const keys = await runtime.sql<{ key: string | number }>('select key from chunks where document_id = any(?::uuid[])', [ids]);
-  await removeFromIndexes(runtime.indexes, collection.id, keys.map((row) => Number(row.key)));
+  await removeFromIndexes(runtime.indexes, collection.id, await chunkKeysOfDocuments(runtime.sql, ids));
   // Chunks and elements go with the rows (foreign keys cascade).
   await runtime.sql('delete from documents where id = any(?::uuid[]) and collection_id = ?', [ids, collection.id]);
   await runtime.directory.recordWrite(runtime.sql, collection.id);
   for (const document of documents) {
     if (document.storageKey) await runtime.files.remove(document.storageKey);
+    // Pictures are stored before their element rows: a failed ingestion can leave some without rows.
     await runtime.files.remove(elementFilesPrefix(collection.id, document.id));
   }
 }

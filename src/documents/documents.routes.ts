@@ -10,7 +10,7 @@ import { page, PageQuery } from '../http/pagination.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles } from '../uploads/multipart-files.js';
-import { admitFiles, parseOnDuplicate, serializeAdmitted } from './document-intake.js';
+import { admitFiles, intakeRuntime, parseOnDuplicate, serializeAdmitted } from './document-intake.js';
 import { removeDocument, removalRuntime } from './document-removal.js';
 import { DOCUMENT_SORT_FIELDS, getDocument, listDocuments, serializeDocument } from './documents.service.js';
 import { ELEMENT_COLUMNS, openElementContent, serializeElement, type ElementRow } from './element-content.js';
@@ -47,7 +47,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     const [file] = outcomes;
     if (!file || isRefused(file)) throw new BadRequestError('No file in the upload: send it in a multipart part named "file"');
     try {
-      const [admitted] = await admitFiles({ ...removalRuntime(services), jobs: services.jobs }, collection, [file], {
+      const [admitted] = await admitFiles(intakeRuntime(services), collection, [file], {
         metadata: parseMetadataField(fields.metadata), onDuplicate: parseOnDuplicate(fields.on_duplicate), batchId: null,
       });
       return reply.code(admitted!.duplicate ? 200 : 202).send(serializeAdmitted(admitted!, collection.name));

@@ -1,5 +1,6 @@
 import type { EmbeddingModel, EmbeddingResult } from '../plugins.js';
-import { modelKey, textHash, type EmbeddingCache } from './embedding-cache.js';
+import { sha256Hex } from '../crypto/tokens.js';
+import { modelKey, type EmbeddingCache } from './embedding-cache.js';
 import type { EmbeddingUsageLedger } from './embedding-usage.js';
 
 export interface CachedEmbeddingContext {
@@ -39,7 +40,7 @@ export class CachedEmbeddingModel implements EmbeddingModel {
     }
 
     const key = modelKey({ provider: this.provider, model: this.model, dimension: this.dimension, baseUrl: this.context.baseUrl, purpose });
-    const hashes = texts.map(textHash);
+    const hashes = texts.map((text) => sha256Hex(text));
     const known = await cache.lookup(key, [...new Set(hashes)]);
     const missing = new Map<string, string>();
     hashes.forEach((hash, index) => {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../crypto/tokens.js';
 import type { SqlRunner } from '../plugins.js';
 
 /** Rows per statement: one statement costs ~1 ms on PGlite whatever its size, so writes go in bulk. */
@@ -15,15 +15,10 @@ export interface EmbeddingIdentity {
   purpose: 'document' | 'query';
 }
 
-const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
-
 export function modelKey(identity: EmbeddingIdentity): string {
-  return sha256(JSON.stringify([identity.provider, identity.model, identity.dimension, identity.baseUrl, identity.purpose]));
+  return sha256Hex(JSON.stringify([identity.provider, identity.model, identity.dimension, identity.baseUrl, identity.purpose]));
 }
 
-export function textHash(text: string): string {
-  return sha256(text);
-}
 
 function encodeVector(vector: readonly number[]): string {
   return Buffer.from(Float32Array.from(vector).buffer).toString('base64');

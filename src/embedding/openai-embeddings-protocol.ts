@@ -13,10 +13,13 @@ export function openAiEmbeddingsProtocol(model: string, limits: BatchLimits, dim
       path: 'embeddings',
       body: { model, input: texts, encoding_format: 'float', ...(dimensions === undefined ? {} : { dimensions }) },
     }),
-    parse: (response) => {
-      const items = listAt(response, 'data').map((item, position) => ({ index: Number(at(item, 'index') ?? position), embedding: at(item, 'embedding') }));
-      items.sort((a, b) => a.index - b.index);
-      return { vectors: items.map((item) => item.embedding), tokens: tokenCount(at(response, 'usage', 'prompt_tokens') ?? at(response, 'usage', 'total_tokens')) };
-    },
+    parse: parseOpenAiStyleEmbeddings,
   };
 }
+
+/** `{data: [{index, embedding}], usage: {prompt_tokens | total_tokens}}`, the answer of OpenAI and of providers shaped like it (Voyage). */
+export const parseOpenAiStyleEmbeddings: EmbeddingProtocol['parse'] = (response) => {
+  const items = listAt(response, 'data').map((item, position) => ({ index: Number(at(item, 'index') ?? position), embedding: at(item, 'embedding') }));
+  items.sort((a, b) => a.index - b.index);
+  return { vectors: items.map((item) => item.embedding), tokens: tokenCount(at(response, 'usage', 'prompt_tokens') ?? at(response, 'usage', 'total_tokens')) };
+};

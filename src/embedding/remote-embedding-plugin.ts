@@ -1,5 +1,5 @@
 import { BadRequestError } from '../errors.js';
-import type { EmbeddingConfig, EmbeddingModel, EmbeddingModelInfo, PluginDependencies } from '../plugins.js';
+import type { EmbeddingConfig, EmbeddingModel, EmbeddingModelInfo, PluginDefinition, PluginDependencies } from '../plugins.js';
 import { ProviderHttpClient } from './provider-http-client.js';
 import { RemoteEmbeddingModel, supportsDimension, type EmbeddingProtocol } from './remote-embedding-model.js';
 
@@ -14,8 +14,13 @@ export interface RemoteEmbeddingPluginSpec {
   protocol(model: string, dimension: number | undefined, info: EmbeddingModelInfo | undefined): EmbeddingProtocol;
 }
 
+/** The embedding plugin of an HTTP provider: named after it, listing its models. */
+export function remoteEmbeddingPlugin(spec: RemoteEmbeddingPluginSpec, description: string): PluginDefinition<'embedding'> {
+  return { kind: 'embedding', name: spec.provider, description, models: spec.models, create: (config, deps) => createRemoteEmbeddingModel(spec, config, deps) };
+}
+
 /** Builds a plugin's model from a collection's (or preset's) configuration, refusing what cannot work. */
-export function createRemoteEmbeddingModel(spec: RemoteEmbeddingPluginSpec, config: EmbeddingConfig, deps: PluginDependencies): EmbeddingModel {
+function createRemoteEmbeddingModel(spec: RemoteEmbeddingPluginSpec, config: EmbeddingConfig, deps: PluginDependencies): EmbeddingModel {
   const model = config.model ?? spec.models[0]?.model;
   if (!model) throw new BadRequestError(`embedding_model is required for provider ${spec.provider}`);
   const info = spec.models.find((candidate) => candidate.model === model);

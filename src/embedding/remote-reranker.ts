@@ -1,5 +1,5 @@
 import { BadRequestError, ProviderError } from '../errors.js';
-import type { PluginDependencies, PluginKinds, RerankCandidate, Reranker } from '../plugins.js';
+import type { PluginDefinition, PluginDependencies, PluginKinds, RerankCandidate, Reranker } from '../plugins.js';
 import { endpoint, ProviderHttpClient } from './provider-http-client.js';
 import { at, listAt } from './remote-embedding-model.js';
 
@@ -57,7 +57,12 @@ class RemoteReranker implements Reranker {
   }
 }
 
-export function createRemoteReranker(spec: RemoteRerankerSpec, config: PluginKinds['reranker']['config'], deps: PluginDependencies): Reranker {
+/** The reranker plugin of an HTTP provider, named after it. */
+export function remoteRerankerPlugin(spec: RemoteRerankerSpec, description: string): PluginDefinition<'reranker'> {
+  return { kind: 'reranker', name: spec.provider, description, create: (config, deps) => createRemoteReranker(spec, config, deps) };
+}
+
+function createRemoteReranker(spec: RemoteRerankerSpec, config: PluginKinds['reranker']['config'], deps: PluginDependencies): Reranker {
   const model = config.model ?? spec.defaultModel;
   if (!model) throw new BadRequestError(`reranking_model must name a model for ${spec.provider} (${spec.provider}/<model>)`);
   const baseUrl = config.baseUrl ?? spec.defaultBaseUrl;

@@ -1,6 +1,6 @@
 import { chunkElements, type ElementChunk } from '../chunking/chunk-elements.js';
 import type { CollectionRecord, DocumentProgress } from '../db/entities/index.js';
-import { deleteChunksByKey, insertChunks } from '../documents/chunk-store.js';
+import { chunkKeysOfDocuments, deleteChunksByKey, insertChunks } from '../documents/chunk-store.js';
 import type { ElementFile, StoredElementImages } from '../documents/element-files.js';
 import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed-chunk-texts.js';
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
@@ -156,8 +156,7 @@ function chunkRows(documents: PreparedDocument[]): ChunkRow[] {
 async function replaceElements(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[]): Promise<void> {
   const { sql } = runtime;
   const ids = documents.map((document) => document.row.id);
-  const previous = await sql<{ key: string | number }>('select key from chunks where document_id = any(?::uuid[])', [ids]);
-  const previousKeys = previous.map((row) => Number(row.key));
+  const previousKeys = await chunkKeysOfDocuments(sql, ids);
   if (previousKeys.length > 0) {
     await runtime.keywordIndex.remove(collection.id, previousKeys);
     await runtime.vectorStore.delete(collection.id, previousKeys);

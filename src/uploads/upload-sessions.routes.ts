@@ -2,8 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { findCollection } from '../collections/collections.service.js';
 import { NameParams } from '../collections/collections.routes.js';
-import { ON_DUPLICATE, parseOnDuplicate } from '../documents/document-intake.js';
-import { removalRuntime } from '../documents/document-removal.js';
+import { intakeRuntime, ON_DUPLICATE, parseOnDuplicate } from '../documents/document-intake.js';
 import { assertNoNulCharacters } from '../documents/metadata-rules.js';
 import { BadRequestError } from '../errors.js';
 import { requireActor } from '../http/authenticate.js';
@@ -70,7 +69,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const session = await findSession(sql, collection, request.params.id);
-    const { session: completing, documents } = await completeSession({ ...removalRuntime(services), jobs: services.jobs }, collection, session);
+    const { session: completing, documents } = await completeSession(intakeRuntime(services), collection, session);
     return reply.code(202).send({ ...(await sessionView(sql, collection, completing)), documents });
   });
 

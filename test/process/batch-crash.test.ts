@@ -5,35 +5,16 @@
  * vector per chunk. On PostgreSQL the jobs of the dead process are taken over when their lease
  * (60 s) lapses, so that run takes about a minute longer.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { freePort } from '../support/free-port.js';
+import { startServer } from '../support/server-process.js';
 import { createScratchDatabase, multipartUpload } from '../support/test-app.js';
 
 const FILES = 200;
-
-async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string }> {
-  let output = '';
-  // Outside tap's coverage, as test/process/serve-lifecycle.test.ts explains.
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...inherited, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  for (let attempt = 0; attempt < 240; attempt++) {
-    if (child.exitCode !== null) throw new Error(`server exited early: ${output}`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${env.PORT}/health`)).ok) return { child, output: () => output };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`server did not answer /health: ${output}`);
-}
 
 /** A report of several paragraphs, so each document makes a few chunks. */
 function report(n: number): string {

@@ -1,36 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { freePort } from '../support/free-port.js';
+import { startServer as startServerProcess } from '../support/server-process.js';
 
 /**
  * The service as `npm start` runs it: its own process, the embedded database in DATA_DIR,
  * migrations at start, and a graceful stop on SIGTERM that keeps what was written.
  */
-async function startServer(dataDir: string, port: number): Promise<{ child: ChildProcess; output: () => string }> {
-  let output = '';
-  // Run outside tap's coverage (package.json runs this folder with --disable-coverage): the child's
-  // tsx-transpiled sources would otherwise be merged into the suite's coverage of the same files.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', DATABASE_URL: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  for (let attempt = 0; attempt < 240; attempt++) {
-    if (child.exitCode !== null) throw new Error(`server exited early: ${output}`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) return { child, output: () => output };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`server did not answer /health: ${output}`);
+function startServer(dataDir: string, port: number) {
+  return startServerProcess({ PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'info', DATABASE_URL: '' });
 }
 
 async function stopServer(child: ChildProcess): Promise<number | null> {

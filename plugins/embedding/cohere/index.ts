@@ -4,9 +4,8 @@
  * require it); embed-v4.0 shortens its vectors on request (`output_dimension`). Billed tokens come
  * back in `meta.billed_units.input_tokens`.
  */
-import { createRemoteEmbeddingModel, type RemoteEmbeddingPluginSpec } from '../../../src/embedding/remote-embedding-plugin.js';
+import { remoteEmbeddingPlugin, type RemoteEmbeddingPluginSpec } from '../../../src/embedding/remote-embedding-plugin.js';
 import { at, listAt, tokenCount } from '../../../src/embedding/remote-embedding-model.js';
-import type { PluginDefinition } from '../../../src/plugins.js';
 
 const spec: RemoteEmbeddingPluginSpec = {
   provider: 'cohere',
@@ -31,10 +30,4 @@ const spec: RemoteEmbeddingPluginSpec = {
   }),
 };
 
-export const cohereEmbeddingPlugin: PluginDefinition<'embedding'> = {
-  kind: 'embedding',
-  name: 'cohere',
-  description: 'Cohere Embed API v2 (embed-english-v3.0, embed-multilingual-v3.0, embed-v4.0...); needs an API key',
-  models: spec.models,
-  create: (config, deps) => createRemoteEmbeddingModel(spec, config, deps),
-};
+export const cohereEmbeddingPlugin = remoteEmbeddingPlugin(spec, 'Cohere Embed API v2 (embed-english-v3.0, embed-multilingual-v3.0, embed-v4.0...); needs an API key');

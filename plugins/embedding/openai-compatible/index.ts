@@ -5,8 +5,7 @@
  * `--max-client-batch-size` of text-embeddings-inference, the strictest of these servers.
  */
 import { openAiEmbeddingsProtocol } from '../../../src/embedding/openai-embeddings-protocol.js';
-import { createRemoteEmbeddingModel, type RemoteEmbeddingPluginSpec } from '../../../src/embedding/remote-embedding-plugin.js';
-import type { PluginDefinition } from '../../../src/plugins.js';
+import { remoteEmbeddingPlugin, type RemoteEmbeddingPluginSpec } from '../../../src/embedding/remote-embedding-plugin.js';
 
 const spec: RemoteEmbeddingPluginSpec = {
   provider: 'openai_compatible',
@@ -14,10 +13,4 @@ const spec: RemoteEmbeddingPluginSpec = {
   protocol: (model) => openAiEmbeddingsProtocol(model, { maxInputs: 32 }),
 };
 
-export const openAiCompatibleEmbeddingPlugin: PluginDefinition<'embedding'> = {
-  kind: 'embedding',
-  name: 'openai_compatible',
-  description: 'Any server speaking the OpenAI embeddings protocol (Ollama, vLLM, LocalAI, TEI); needs embedding_base_url, model and dimension',
-  models: spec.models,
-  create: (config, deps) => createRemoteEmbeddingModel(spec, config, deps),
-};
+export const openAiCompatibleEmbeddingPlugin = remoteEmbeddingPlugin(spec, 'Any server speaking the OpenAI embeddings protocol (Ollama, vLLM, LocalAI, TEI); needs embedding_base_url, model and dimension');

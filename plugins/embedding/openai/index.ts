@@ -4,8 +4,7 @@
  * text-embedding-3 models shorten their vectors on request (`dimensions`); ada-002 cannot.
  */
 import { openAiEmbeddingsProtocol } from '../../../src/embedding/openai-embeddings-protocol.js';
-import { createRemoteEmbeddingModel, type RemoteEmbeddingPluginSpec } from '../../../src/embedding/remote-embedding-plugin.js';
-import type { PluginDefinition } from '../../../src/plugins.js';
+import { remoteEmbeddingPlugin, type RemoteEmbeddingPluginSpec } from '../../../src/embedding/remote-embedding-plugin.js';
 
 const spec: RemoteEmbeddingPluginSpec = {
   provider: 'openai',
@@ -19,10 +18,4 @@ const spec: RemoteEmbeddingPluginSpec = {
     openAiEmbeddingsProtocol(model, { maxInputs: 2048, maxTokens: 300_000 }, info?.minDimension !== undefined && dimension !== info.dimension ? dimension : undefined),
 };
 
-export const openAiEmbeddingPlugin: PluginDefinition<'embedding'> = {
-  kind: 'embedding',
-  name: 'openai',
-  description: 'OpenAI embeddings API (text-embedding-3-small/-large, ada-002); needs an API key',
-  models: spec.models,
-  create: (config, deps) => createRemoteEmbeddingModel(spec, config, deps),
-};
+export const openAiEmbeddingPlugin = remoteEmbeddingPlugin(spec, 'OpenAI embeddings API (text-embedding-3-small/-large, ada-002); needs an API key');

@@ -4,9 +4,8 @@
  * voyage-4) or 120K (voyage-3-large, voyage-code-3) (Voyage API reference). `input_type` is
  * `document` or `query`; current models offer 256, 512, 1024 or 2048 dimensions (`output_dimension`).
  */
-import { createRemoteEmbeddingModel, type RemoteEmbeddingPluginSpec } from '../../../src/embedding/remote-embedding-plugin.js';
-import { at, listAt, tokenCount } from '../../../src/embedding/remote-embedding-model.js';
-import type { PluginDefinition } from '../../../src/plugins.js';
+import { remoteEmbeddingPlugin, type RemoteEmbeddingPluginSpec } from '../../../src/embedding/remote-embedding-plugin.js';
+import { parseOpenAiStyleEmbeddings } from '../../../src/embedding/openai-embeddings-protocol.js';
 
 const FLEXIBLE = [256, 512, 2048];
 const TOKENS_PER_REQUEST: Record<string, number> = {
@@ -32,18 +31,8 @@ const spec: RemoteEmbeddingPluginSpec = {
       path: 'embeddings',
       body: { model, input: texts, input_type: purpose, truncation: true, ...(info?.dimensions && dimension !== undefined && dimension !== info.dimension ? { output_dimension: dimension } : {}) },
     }),
-    parse: (response) => {
-      const items = listAt(response, 'data').map((item, position) => ({ index: Number(at(item, 'index') ?? position), embedding: at(item, 'embedding') }));
-      items.sort((a, b) => a.index - b.index);
-      return { vectors: items.map((item) => item.embedding), tokens: tokenCount(at(response, 'usage', 'total_tokens')) };
-    },
+    parse: parseOpenAiStyleEmbeddings,
   }),
 };
 
-export const voyageEmbeddingPlugin: PluginDefinition<'embedding'> = {
-  kind: 'embedding',
-  name: 'voyage',
-  description: 'Voyage AI embeddings (voyage-3.5, voyage-3-large, voyage-code-3, voyage-4...); needs an API key',
-  models: spec.models,
-  create: (config, deps) => createRemoteEmbeddingModel(spec, config, deps),
-};
+export const voyageEmbeddingPlugin = remoteEmbeddingPlugin(spec, 'Voyage AI embeddings (voyage-3.5, voyage-3-large, voyage-code-3, voyage-4...); needs an API key');

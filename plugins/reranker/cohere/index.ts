@@ -2,8 +2,7 @@
  * Cohere Rerank API v2 (POST https://api.cohere.com/v2/rerank): `{model, query, documents, top_n}`
  * → `{results: [{index, relevance_score}]}`. `reranking_model` `cohere/rerank-v3.5`.
  */
-import { createRemoteReranker, relevanceScores, type RemoteRerankerSpec } from '../../../src/embedding/remote-reranker.js';
-import type { PluginDefinition } from '../../../src/plugins.js';
+import { remoteRerankerPlugin, relevanceScores, type RemoteRerankerSpec } from '../../../src/embedding/remote-reranker.js';
 
 const spec: RemoteRerankerSpec = {
   provider: 'cohere',
@@ -16,9 +15,4 @@ const spec: RemoteRerankerSpec = {
   },
 };
 
-export const cohereRerankerPlugin: PluginDefinition<'reranker'> = {
-  kind: 'reranker',
-  name: 'cohere',
-  description: 'Cohere Rerank (rerank-v3.5, rerank-english-v3.0...); needs an API key',
-  create: (config, deps) => createRemoteReranker(spec, config, deps),
-};
+export const cohereRerankerPlugin = remoteRerankerPlugin(spec, 'Cohere Rerank (rerank-v3.5, rerank-english-v3.0...); needs an API key');

@@ -5,8 +5,7 @@
  * relevance_score}]}`. Both ignore fields they do not know, so the body carries both and either
  * answer is read.
  */
-import { createRemoteReranker, relevanceScores, type RemoteRerankerSpec } from '../../../src/embedding/remote-reranker.js';
-import type { PluginDefinition } from '../../../src/plugins.js';
+import { remoteRerankerPlugin, relevanceScores, type RemoteRerankerSpec } from '../../../src/embedding/remote-reranker.js';
 
 const spec: RemoteRerankerSpec = {
   provider: 'openai_compatible',
@@ -17,9 +16,4 @@ const spec: RemoteRerankerSpec = {
   },
 };
 
-export const openAiCompatibleRerankerPlugin: PluginDefinition<'reranker'> = {
-  kind: 'reranker',
-  name: 'openai_compatible',
-  description: 'Self-hosted /rerank endpoints (text-embeddings-inference, Jina-style servers); needs reranking_base_url',
-  create: (config, deps) => createRemoteReranker(spec, config, deps),
-};
+export const openAiCompatibleRerankerPlugin = remoteRerankerPlugin(spec, 'Self-hosted /rerank endpoints (text-embeddings-inference, Jina-style servers); needs reranking_base_url');

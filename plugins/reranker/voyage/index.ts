@@ -2,8 +2,7 @@
  * Voyage AI reranking (POST https://api.voyageai.com/v1/rerank): `{model, query, documents, top_k}`
  * → `{data: [{index, relevance_score}]}`. `reranking_model` `voyage/rerank-2.5`.
  */
-import { createRemoteReranker, relevanceScores, type RemoteRerankerSpec } from '../../../src/embedding/remote-reranker.js';
-import type { PluginDefinition } from '../../../src/plugins.js';
+import { remoteRerankerPlugin, relevanceScores, type RemoteRerankerSpec } from '../../../src/embedding/remote-reranker.js';
 
 const spec: RemoteRerankerSpec = {
   provider: 'voyage',
@@ -16,9 +15,4 @@ const spec: RemoteRerankerSpec = {
   },
 };
 
-export const voyageRerankerPlugin: PluginDefinition<'reranker'> = {
-  kind: 'reranker',
-  name: 'voyage',
-  description: 'Voyage AI rerankers (rerank-2.5, rerank-2.5-lite...); needs an API key',
-  create: (config, deps) => createRemoteReranker(spec, config, deps),
-};
+export const voyageRerankerPlugin = remoteRerankerPlugin(spec, 'Voyage AI rerankers (rerank-2.5, rerank-2.5-lite...); needs an API key');

@@ -1,0 +1,35 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface ServerProcess {
+  child: ChildProcess;
+  /** Everything the server printed so far. */
+  output: () => string;
+}
+
+/**
+ * The service in its own process from the TypeScript sources, as `npm start` runs it, answering
+ * /health on env.PORT. It runs outside tap's coverage (package.json runs test/process with
+ * --disable-coverage): the child's tsx-transpiled sources would otherwise be merged into the
+ * suite's coverage of the same files.
+ */
+export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
+  let output = '';
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...inherited, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  for (let attempt = 0; attempt < 240; attempt++) {
+    if (child.exitCode !== null) throw new Error(`server exited early: ${output}`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${env.PORT}/health`)).ok) return { child, output: () => output };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`server did not answer /health: ${output}`);
+}
