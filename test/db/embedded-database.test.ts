@@ -4,6 +4,7 @@ import path from 'node:path';
 import t from 'tap';
 import { openDatabase } from '../../src/db/database.js';
 import { createSqlRunner } from '../../src/db/sql-runner.js';
+import { adminTestApp, testBackends } from '../support/test-app.js';
 
 t.test('statements on the embedded database keep PostgreSQL error fields and their order', async (t) => {
   const database = await openDatabase({});
@@ -30,3 +31,17 @@ t.test('a data directory that cannot be opened fails the start with the reason, 
   await database.close();
   await t.rejects(createSqlRunner(database)('select 1'), 'statements after close fail instead of hanging');
 });
+
+for (const backend of testBackends()) {
+  t.test(`${backend}: stored vectors stay inline and uncompressed up to 8,160 bytes (no toasting of 384-dim rows)`, async (t) => {
+    const { services } = await adminTestApp(t, backend);
+    const sql = services.queryRuntime.sql;
+    const rows = await sql<{ relname: string; reloptions: string[] | null }>(
+      "select relname, reloptions from pg_class where relname in ('embedded_vectors', 'embedding_cache') order by relname",
+    );
+    t.same(rows.map((row) => [row.relname, row.reloptions]), [
+      ['embedded_vectors', ['toast_tuple_target=8160']],
+      ['embedding_cache', ['toast_tuple_target=8160']],
+    ]);
+  });
+}

@@ -4,6 +4,7 @@ import { Migration0002Retrieval } from './0002-retrieval.js';
 import { Migration0003DocumentsFiles } from './0003-documents-files.js';
 import { Migration0004Providers } from './0004-providers.js';
 import { Migration0005SearchSpeed } from './0005-search-speed.js';
+import { Migration0006InlineVectorRows } from './0006-inline-vector-rows.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -15,4 +16,5 @@ export const migrations: MigrationObject[] = [
   { name: '0003-documents-files', class: Migration0003DocumentsFiles },
   { name: '0004-providers', class: Migration0004Providers },
   { name: '0005-search-speed', class: Migration0005SearchSpeed },
+  { name: '0006-inline-vector-rows', class: Migration0006InlineVectorRows },
 ];
