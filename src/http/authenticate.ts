@@ -65,17 +65,16 @@ export const authenticate = fp(async (app: FastifyInstance, options: { services:
   app.addHook('onRequest', async (request) => {
     const access = request.routeOptions.config.access;
     if (!access || access.kind === 'open') return;
-    const em = services.db.fork();
     const token = bearerToken(request);
     let actor: Actor | null = null;
     if (token !== undefined) {
-      actor = await services.apiKeys.authenticate(em, token);
+      actor = await services.apiKeys.authenticate(services.db.fork, token);
       if (!actor) throw new UnauthorizedError('Invalid, expired or inactive API key');
     } else {
       const cookieName = await services.settings.get<string>('session_cookie_name');
       const cookie = request.cookies[cookieName];
       if (cookie) {
-        const session = await resolveSession(em, cookie);
+        const session = await resolveSession(services.db.fork(), cookie);
         if (!session) throw new UnauthorizedError('Session expired or revoked; log in again');
         assertSameOrigin(request);
         actor = { kind: 'user', userId: session.user.id, email: session.user.email, role: session.user.role, sessionId: session.sessionId };
