@@ -92,7 +92,8 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const remoteCalls = { timeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries, concurrency: config.providerConcurrency };
   const providerLogger = logger.child({ component: 'providers' });
   const embeddingCache = new EmbeddingCache(sql);
-  const embeddingUsage = new EmbeddingUsageLedger(sql);
+  const embeddingUsage = new EmbeddingUsageLedger(sql, (error) => providerLogger.error({ err: error }, 'could not record embedding usage'));
+  embeddingUsage.start();
   const embeddings = new EmbeddingModels(plugins, secrets, {
     cache: embeddingCache, ledger: embeddingUsage, cacheEnabled: () => settings.get<boolean>('embedding_cache_enabled'), remoteCalls, logger: providerLogger,
   });
@@ -147,6 +148,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     async stop() {
       await ingestion.stop();
       await events.stop();
+      await embeddingUsage.stop();
       await apiKeyUsage.stop();
       await indexes.keywordIndex.close();
       await indexes.vectorStore.close();

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { PeriodicWriter } from '../db/periodic-writer.js';
 
 /**
  * Records `last_used_at` without a database write per request: uses are collected in memory and
@@ -7,18 +8,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
  */
 export class ApiKeyUsageTracker {
   private pending = new Map<string, Date>();
-  private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> = Promise.resolve();
+  private readonly writer: PeriodicWriter;
 
-  constructor(
-    private readonly fork: () => EntityManager,
-    private readonly intervalMs = 1000,
-    private readonly onError: (error: unknown) => void = () => {},
-  ) {}
+  constructor(private readonly fork: () => EntityManager, intervalMs = 1000, onError: (error: unknown) => void = () => {}) {
+    this.writer = new PeriodicWriter(() => this.write(), intervalMs, onError);
+  }
 
   start(): void {
-    this.timer ??= setInterval(() => void this.flush().catch(this.onError), this.intervalMs);
-    this.timer.unref();
+    this.writer.start();
   }
 
   markUsed(keyId: string, at: Date): void {
@@ -26,26 +23,31 @@ export class ApiKeyUsageTracker {
   }
 
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.write());
-    return this.flushing;
+    return this.writer.flush();
+  }
+
+  stop(): Promise<void> {
+    return this.writer.stop();
   }
 
   private async write(): Promise<void> {
     if (this.pending.size === 0) return;
-    const batch = this.pending;
+    const batch = [...this.pending];
     this.pending = new Map();
     const connection = this.fork().getConnection();
-    for (const [keyId, at] of batch) {
-      await connection.execute(
-        'update api_keys set last_used_at = greatest(coalesce(last_used_at, ?), ?) where id = ?',
-        [at, at, keyId],
-      );
+    for (const [index, [keyId, at]] of batch.entries()) {
+      try {
+        await connection.execute(
+          'update api_keys set last_used_at = greatest(coalesce(last_used_at, ?), ?) where id = ?',
+          [at, at, keyId],
+        );
+      } catch (error) {
+        // The uses not written yet are kept for the next write, unless a newer use came meanwhile.
+        for (const [pendingId, pendingAt] of batch.slice(index)) {
+          if (!this.pending.has(pendingId)) this.pending.set(pendingId, pendingAt);
+        }
+        throw error;
+      }
     }
-  }
-
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.flush();
   }
 }

@@ -35,7 +35,7 @@ export class CachedEmbeddingModel implements EmbeddingModel {
     const usage = { collectionId, provider: this.provider, model: this.model, texts: texts.length };
     if (!(await this.context.cacheEnabled())) {
       const result = await this.inner.embed(texts, purpose);
-      await ledger.record({ ...usage, tokens: result.tokens, cacheHits: 0, cacheMisses: 0 });
+      ledger.record({ ...usage, tokens: result.tokens, cacheHits: 0, cacheMisses: 0 });
       return result;
     }
 
@@ -54,7 +54,7 @@ export class CachedEmbeddingModel implements EmbeddingModel {
       for (const entry of entries) known.set(entry.hash, entry.vector);
       await cache.store(key, entries);
     }
-    await ledger.record({ ...usage, tokens, cacheHits: texts.length - missing.size, cacheMisses: missing.size });
+    ledger.record({ ...usage, tokens, cacheHits: texts.length - missing.size, cacheMisses: missing.size });
     return { vectors: hashes.map((hash) => known.get(hash)!), tokens };
   }
 }

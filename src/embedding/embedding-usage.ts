@@ -1,3 +1,4 @@
+import { PeriodicWriter } from '../db/periodic-writer.js';
 import type { SqlRunner } from '../plugins.js';
 import { embeddingCostUsd } from './rate-card.js';
 
@@ -54,22 +55,90 @@ function summarize(rows: readonly UsageRow[]): EmbeddingUsageSummary {
   };
 }
 
-/** Embedding tokens and cache use per collection and UTC day: one upsert per embedding call. */
-export class EmbeddingUsageLedger {
-  constructor(private readonly sql: SqlRunner) {}
+/** Counts waiting to be written, per collection, UTC day, provider and model. */
+interface PendingUsage {
+  collection_id: string;
+  day: string;
+  provider: string;
+  model: string;
+  texts: number;
+  tokens: number;
+  cache_hits: number;
+  cache_misses: number;
+}
 
-  async record(entry: EmbeddingUsageEntry): Promise<void> {
-    await this.sql(
-      `insert into embedding_usage (collection_id, day, provider, model, texts, tokens, cache_hits, cache_misses)
-       values (?, (now() at time zone 'UTC')::date, ?, ?, ?, ?, ?, ?)
-       on conflict (collection_id, day, provider, model) do update set
-         texts = embedding_usage.texts + excluded.texts, tokens = embedding_usage.tokens + excluded.tokens,
-         cache_hits = embedding_usage.cache_hits + excluded.cache_hits, cache_misses = embedding_usage.cache_misses + excluded.cache_misses`,
-      [entry.collectionId, entry.provider, entry.model, entry.texts, entry.tokens, entry.cacheHits, entry.cacheMisses],
-    );
+/**
+ * Embedding tokens and cache use per collection and UTC day. Calls are added up in memory and
+ * written together once a second (before any read, and at shutdown): an upsert per call was a
+ * statement on every query of a collection with a hosted model. A crash loses at most the last
+ * second of counts, which are an estimate of cost, not a bill.
+ */
+export class EmbeddingUsageLedger {
+  private pending = new Map<string, PendingUsage>();
+  private readonly writer: PeriodicWriter;
+
+  constructor(private readonly sql: SqlRunner, onError: (error: unknown) => void = () => undefined) {
+    this.writer = new PeriodicWriter(() => this.write(), 1000, onError);
   }
 
-  private rows(where: string, params: unknown[]): Promise<UsageRow[]> {
+  start(): void {
+    this.writer.start();
+  }
+
+  record(entry: EmbeddingUsageEntry): void {
+    // The day of the call, not of the write, so that a call just before midnight counts for its day.
+    const day = new Date().toISOString().slice(0, 10);
+    const key = JSON.stringify([entry.collectionId, day, entry.provider, entry.model]);
+    const counts = this.pending.get(key) ?? {
+      collection_id: entry.collectionId, day, provider: entry.provider, model: entry.model, texts: 0, tokens: 0, cache_hits: 0, cache_misses: 0,
+    };
+    counts.texts += entry.texts;
+    counts.tokens += entry.tokens;
+    counts.cache_hits += entry.cacheHits;
+    counts.cache_misses += entry.cacheMisses;
+    this.pending.set(key, counts);
+  }
+
+  flush(): Promise<void> {
+    return this.writer.flush();
+  }
+
+  stop(): Promise<void> {
+    return this.writer.stop();
+  }
+
+  private async write(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    try {
+      await this.sql(
+        `insert into embedding_usage (collection_id, day, provider, model, texts, tokens, cache_hits, cache_misses)
+         select r.collection_id, r.day, r.provider, r.model, r.texts, r.tokens, r.cache_hits, r.cache_misses
+         from jsonb_to_recordset(?::jsonb) as r(collection_id uuid, day date, provider text, model text, texts bigint, tokens bigint, cache_hits bigint, cache_misses bigint)
+         on conflict (collection_id, day, provider, model) do update set
+           texts = embedding_usage.texts + excluded.texts, tokens = embedding_usage.tokens + excluded.tokens,
+           cache_hits = embedding_usage.cache_hits + excluded.cache_hits, cache_misses = embedding_usage.cache_misses + excluded.cache_misses`,
+        [JSON.stringify([...batch.values()])],
+      );
+    } catch (error) {
+      // Kept for the next write: the counts of calls made meanwhile are added to them.
+      for (const [key, counts] of batch) {
+        const newer = this.pending.get(key);
+        if (newer) {
+          counts.texts += newer.texts;
+          counts.tokens += newer.tokens;
+          counts.cache_hits += newer.cache_hits;
+          counts.cache_misses += newer.cache_misses;
+        }
+        this.pending.set(key, counts);
+      }
+      throw error;
+    }
+  }
+
+  private async rows(where: string, params: unknown[]): Promise<UsageRow[]> {
+    await this.flush();
     return this.sql<UsageRow>(
       `select collection_id, provider, model, sum(texts) as texts, sum(tokens) as tokens, sum(cache_hits) as cache_hits, sum(cache_misses) as cache_misses
        from embedding_usage ${where} group by collection_id, provider, model`,

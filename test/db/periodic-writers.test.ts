@@ -1,0 +1,80 @@
+import t from 'tap';
+import { ApiKeyUsageTracker } from '../../src/auth/api-key-usage-tracker.js';
+import { PeriodicWriter } from '../../src/db/periodic-writer.js';
+import type { SqlRunner } from '../../src/plugins.js';
+import { QueryEventRecorder } from '../../src/search/query-events.js';
+import { adminTestApp, createTestCollection } from '../support/test-app.js';
+
+/** A runner that fails its first statement containing `failOn`, then behaves. */
+function failingOnce(sql: SqlRunner, failOn: string): SqlRunner {
+  let failed = false;
+  return Object.assign(async (query: string, params?: unknown[]) => {
+    if (!failed && query.includes(failOn)) {
+      failed = true;
+      throw new Error('database away');
+    }
+    return sql(query, params);
+  }, { dialect: sql.dialect, transaction: sql.transaction }) as SqlRunner;
+}
+
+t.test('a periodic writer never overlaps its writes and goes on after a failed one', async (t) => {
+  const log: string[] = [];
+  let running = 0;
+  let calls = 0;
+  const writer = new PeriodicWriter(async () => {
+    calls += 1;
+    running += 1;
+    if (running > 1) log.push('overlap');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    running -= 1;
+    if (calls === 1) throw new Error('first write fails');
+    log.push(`write ${calls}`);
+  }, 60_000, () => undefined);
+  const first = writer.flush();
+  const second = writer.flush();
+  await t.rejects(first, /first write fails/);
+  await second;
+  await writer.flush();
+  await writer.stop();
+  t.same(log, ['write 2', 'write 3', 'write 4']);
+});
+
+t.test('query events that could not be written are written with the next batch', async (t) => {
+  const { app, services, cookie } = await adminTestApp(t, 'pglite');
+  const { id } = await createTestCollection(app, { cookie }, { name: 'events' });
+  const recorder = new QueryEventRecorder(failingOnce(services.sql, 'insert into query_events'), () => undefined);
+  const event = (query: string) => ({ collectionId: id, query, searchMode: 'hybrid', resultCount: 1, latencyMs: 1, cached: false, at: new Date() });
+  recorder.record(event('first'));
+  await t.rejects(recorder.flush(), /database away/);
+  recorder.record(event('second'));
+  await recorder.stop();
+  const rows = await services.sql<{ query: string }>('select query from query_events where collection_id = ? order by query', [id]);
+  t.same(rows.map((row) => row.query), ['first', 'second']);
+});
+
+t.test('API-key uses that could not be written are written with the next batch', async (t) => {
+  const { app, services, cookie } = await adminTestApp(t, 'pglite');
+  const created = (await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'tracked' } })).json() as { id: string };
+  let failed = false;
+  const fork = () => {
+    const connection = services.db.fork().getConnection();
+    return {
+      getConnection: () => ({
+        execute: async (...args: Parameters<typeof connection.execute>) => {
+          if (!failed) {
+            failed = true;
+            throw new Error('database away');
+          }
+          return connection.execute(...args);
+        },
+      }),
+    } as unknown as ReturnType<typeof services.db.fork>;
+  };
+  const tracker = new ApiKeyUsageTracker(fork, 60_000);
+  const usedAt = new Date('2026-01-02T03:04:05.000Z');
+  tracker.markUsed(created.id, usedAt);
+  await t.rejects(tracker.flush(), /database away/);
+  await tracker.stop();
+  const rows = await services.sql<{ last_used_at: Date | string }>('select last_used_at from api_keys where id = ?', [created.id]);
+  t.equal(new Date(rows[0]!.last_used_at).toISOString(), usedAt.toISOString());
+});

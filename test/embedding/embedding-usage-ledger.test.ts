@@ -1,0 +1,61 @@
+import t from 'tap';
+import { openDatabase } from '../../src/db/database.js';
+import { createSqlRunner } from '../../src/db/sql-runner.js';
+import { EmbeddingUsageLedger } from '../../src/embedding/embedding-usage.js';
+import type { SqlRunner } from '../../src/plugins.js';
+
+const COLLECTION = '00000000-0000-4000-8000-000000000001';
+const call = (model: string, tokens: number, cacheHits = 0) => ({
+  collectionId: COLLECTION, provider: 'openai', model, texts: 2, tokens, cacheHits, cacheMisses: 2 - cacheHits,
+});
+
+t.test('usage is added up in memory and written in one statement before it is read', async (t) => {
+  const database = await openDatabase({});
+  t.teardown(() => database.close());
+  const sql = createSqlRunner(database);
+  const statements: string[] = [];
+  const counting = Object.assign(async (query: string, params?: unknown[]) => {
+    statements.push(query.trim().split(/\s+/)[0]!);
+    return sql(query, params);
+  }, { dialect: sql.dialect, transaction: sql.transaction }) as SqlRunner;
+  const ledger = new EmbeddingUsageLedger(counting);
+  ledger.record(call('text-embedding-3-small', 10));
+  ledger.record(call('text-embedding-3-small', 5, 1));
+  ledger.record(call('text-embedding-3-large', 7));
+  t.same(statements, [], 'recording writes nothing yet');
+  const usage = await ledger.forCollection(COLLECTION);
+  t.same(statements, ['insert', 'select'], 'one insert for three calls, then the read');
+  t.match(usage, { tokens: 22, texts: 6, cache_hits: 1, cache_misses: 5 });
+  ledger.record(call('text-embedding-3-small', 1));
+  t.match(await ledger.forCollection(COLLECTION), { tokens: 23, texts: 8 }, 'later calls add to the stored row');
+});
+
+t.test('counts of a failed write are kept and written with the next one', async (t) => {
+  const database = await openDatabase({});
+  t.teardown(() => database.close());
+  const sql = createSqlRunner(database);
+  let failNext = true;
+  const flaky = Object.assign(async (query: string, params?: unknown[]) => {
+    if (failNext && query.includes('insert')) {
+      failNext = false;
+      throw new Error('database away');
+    }
+    return sql(query, params);
+  }, { dialect: sql.dialect, transaction: sql.transaction }) as SqlRunner;
+  const ledger = new EmbeddingUsageLedger(flaky);
+  ledger.record(call('m', 10));
+  await t.rejects(ledger.flush(), /database away/);
+  ledger.record(call('m', 4));
+  t.match(await ledger.forCollection(COLLECTION), { tokens: 14, texts: 4 }, 'nothing lost, nothing counted twice');
+});
+
+t.test('stop writes what is pending, so a restart keeps it', async (t) => {
+  const database = await openDatabase({});
+  t.teardown(() => database.close());
+  const sql = createSqlRunner(database);
+  const ledger = new EmbeddingUsageLedger(sql);
+  ledger.start();
+  ledger.record(call('m', 9));
+  await ledger.stop();
+  t.match(await new EmbeddingUsageLedger(sql).total(), { tokens: 9, texts: 2 });
+});
