@@ -6,31 +6,18 @@ import { PeriodicWriter } from '../db/periodic-writer.js';
  * written at most once a second (and before any read of the keys, and at shutdown). At the
  * 5,000 req/s target one UPDATE per request would be most of the work.
  */
-export class ApiKeyUsageTracker {
+export class ApiKeyUsageTracker extends PeriodicWriter {
   private pending = new Map<string, Date>();
-  private readonly writer: PeriodicWriter;
 
   constructor(private readonly fork: () => EntityManager, intervalMs = 1000, onError: (error: unknown) => void = () => {}) {
-    this.writer = new PeriodicWriter(() => this.write(), intervalMs, onError);
-  }
-
-  start(): void {
-    this.writer.start();
+    super(intervalMs, onError);
   }
 
   markUsed(keyId: string, at: Date): void {
     this.pending.set(keyId, at);
   }
 
-  flush(): Promise<void> {
-    return this.writer.flush();
-  }
-
-  stop(): Promise<void> {
-    return this.writer.stop();
-  }
-
-  private async write(): Promise<void> {
+  protected async write(): Promise<void> {
     if (this.pending.size === 0) return;
     const batch = [...this.pending];
     this.pending = new Map();

@@ -1,17 +1,16 @@
 /**
  * Writes that are batched in memory and sent once per interval, before reads that need them, and at
  * shutdown (query events, embedding usage, API-key last use). Writes never overlap, and a failed
- * write does not stop the later ones: its owner keeps what it could not write for the next try.
+ * write does not stop the later ones: the subclass keeps what it could not write for the next try.
  */
-export class PeriodicWriter {
+export abstract class PeriodicWriter {
   private timer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
 
-  constructor(
-    private readonly write: () => Promise<void>,
-    private readonly intervalMs: number,
-    private readonly onError: (error: unknown) => void,
-  ) {}
+  constructor(private readonly intervalMs: number, private readonly onError: (error: unknown) => void) {}
+
+  /** Sends what was batched since the last write; throws when the database refused it. */
+  protected abstract write(): Promise<void>;
 
   start(): void {
     this.timer ??= setInterval(() => void this.flush().catch(this.onError), this.intervalMs);
@@ -19,7 +18,8 @@ export class PeriodicWriter {
   }
 
   flush(): Promise<void> {
-    this.chain = this.chain.then(this.write, this.write);
+    const write = () => this.write();
+    this.chain = this.chain.then(write, write);
     return this.chain;
   }
 

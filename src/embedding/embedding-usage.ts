@@ -73,16 +73,11 @@ interface PendingUsage {
  * statement on every query of a collection with a hosted model. A crash loses at most the last
  * second of counts, which are an estimate of cost, not a bill.
  */
-export class EmbeddingUsageLedger {
+export class EmbeddingUsageLedger extends PeriodicWriter {
   private pending = new Map<string, PendingUsage>();
-  private readonly writer: PeriodicWriter;
 
   constructor(private readonly sql: SqlRunner, onError: (error: unknown) => void = () => undefined) {
-    this.writer = new PeriodicWriter(() => this.write(), 1000, onError);
-  }
-
-  start(): void {
-    this.writer.start();
+    super(1000, onError);
   }
 
   record(entry: EmbeddingUsageEntry): void {
@@ -99,15 +94,7 @@ export class EmbeddingUsageLedger {
     this.pending.set(key, counts);
   }
 
-  flush(): Promise<void> {
-    return this.writer.flush();
-  }
-
-  stop(): Promise<void> {
-    return this.writer.stop();
-  }
-
-  private async write(): Promise<void> {
+  protected async write(): Promise<void> {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();

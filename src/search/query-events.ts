@@ -18,27 +18,18 @@ const MAX_PENDING_EVENTS = 10_000;
  * Records queries for analytics without a write on the query path: events are buffered and
  * inserted together once a second (and before analytics are read, and at shutdown).
  */
-export class QueryEventRecorder {
+export class QueryEventRecorder extends PeriodicWriter {
   private buffer: QueryEvent[] = [];
-  private readonly writer: PeriodicWriter;
 
   constructor(private readonly sql: SqlRunner, onError: (error: unknown) => void) {
-    this.writer = new PeriodicWriter(() => this.write(), 1000, onError);
-  }
-
-  start(): void {
-    this.writer.start();
+    super(1000, onError);
   }
 
   record(event: QueryEvent): void {
     this.buffer.push(event);
   }
 
-  flush(): Promise<void> {
-    return this.writer.flush();
-  }
-
-  private async write(): Promise<void> {
+  protected async write(): Promise<void> {
     if (this.buffer.length === 0) return;
     const events = this.buffer;
     this.buffer = [];
@@ -58,9 +49,5 @@ export class QueryEventRecorder {
       this.buffer = [...events, ...this.buffer].slice(-MAX_PENDING_EVENTS);
       throw error;
     }
-  }
-
-  stop(): Promise<void> {
-    return this.writer.stop();
   }
 }

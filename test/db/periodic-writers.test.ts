@@ -1,35 +1,26 @@
 import t from 'tap';
 import { ApiKeyUsageTracker } from '../../src/auth/api-key-usage-tracker.js';
 import { PeriodicWriter } from '../../src/db/periodic-writer.js';
-import type { SqlRunner } from '../../src/plugins.js';
 import { QueryEventRecorder } from '../../src/search/query-events.js';
+import { failingOnce } from '../support/sql-runner-spy.js';
 import { adminTestApp, createTestCollection } from '../support/test-app.js';
-
-/** A runner that fails its first statement containing `failOn`, then behaves. */
-function failingOnce(sql: SqlRunner, failOn: string): SqlRunner {
-  let failed = false;
-  return Object.assign(async (query: string, params?: unknown[]) => {
-    if (!failed && query.includes(failOn)) {
-      failed = true;
-      throw new Error('database away');
-    }
-    return sql(query, params);
-  }, { dialect: sql.dialect, transaction: sql.transaction }) as SqlRunner;
-}
 
 t.test('a periodic writer never overlaps its writes and goes on after a failed one', async (t) => {
   const log: string[] = [];
   let running = 0;
   let calls = 0;
-  const writer = new PeriodicWriter(async () => {
-    calls += 1;
-    running += 1;
-    if (running > 1) log.push('overlap');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    running -= 1;
-    if (calls === 1) throw new Error('first write fails');
-    log.push(`write ${calls}`);
-  }, 60_000, () => undefined);
+  class SlowWriter extends PeriodicWriter {
+    protected async write(): Promise<void> {
+      calls += 1;
+      running += 1;
+      if (running > 1) log.push('overlap');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      running -= 1;
+      if (calls === 1) throw new Error('first write fails');
+      log.push(`write ${calls}`);
+    }
+  }
+  const writer = new SlowWriter(60_000, () => undefined);
   const first = writer.flush();
   const second = writer.flush();
   await t.rejects(first, /first write fails/);

@@ -2,7 +2,7 @@ import t from 'tap';
 import { openDatabase } from '../../src/db/database.js';
 import { createSqlRunner } from '../../src/db/sql-runner.js';
 import { EmbeddingUsageLedger } from '../../src/embedding/embedding-usage.js';
-import type { SqlRunner } from '../../src/plugins.js';
+import { failingOnce, sqlRunnerWith } from '../support/sql-runner-spy.js';
 
 const COLLECTION = '00000000-0000-4000-8000-000000000001';
 const call = (model: string, tokens: number, cacheHits = 0) => ({
@@ -14,10 +14,7 @@ t.test('usage is added up in memory and written in one statement before it is re
   t.teardown(() => database.close());
   const sql = createSqlRunner(database);
   const statements: string[] = [];
-  const counting = Object.assign(async (query: string, params?: unknown[]) => {
-    statements.push(query.trim().split(/\s+/)[0]!);
-    return sql(query, params);
-  }, { dialect: sql.dialect, transaction: sql.transaction }) as SqlRunner;
+  const counting = sqlRunnerWith(sql, (query) => statements.push(query.trim().split(/\s+/)[0]!));
   const ledger = new EmbeddingUsageLedger(counting);
   ledger.record(call('text-embedding-3-small', 10));
   ledger.record(call('text-embedding-3-small', 5, 1));
@@ -34,14 +31,7 @@ t.test('counts of a failed write are kept and written with the next one', async 
   const database = await openDatabase({});
   t.teardown(() => database.close());
   const sql = createSqlRunner(database);
-  let failNext = true;
-  const flaky = Object.assign(async (query: string, params?: unknown[]) => {
-    if (failNext && query.includes('insert')) {
-      failNext = false;
-      throw new Error('database away');
-    }
-    return sql(query, params);
-  }, { dialect: sql.dialect, transaction: sql.transaction }) as SqlRunner;
+  const flaky = failingOnce(sql, 'insert into embedding_usage');
   const ledger = new EmbeddingUsageLedger(flaky);
   ledger.record(call('m', 10));
   await t.rejects(ledger.flush(), /database away/);
