@@ -2,7 +2,24 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished } from 'node:stream/promises';
+
+/**
+ * `stream.pipeline` without its per-call AbortController: pipeline aborts it when done, which builds
+ * a DOMException with a stack trace, ~0.05-0.15 ms of CPU per stored upload (a tenth of receiving
+ * a 2 KB file). An error on either side, or a source that closes before its end, destroys both.
+ */
+async function copyToFile(source: Readable, target: string): Promise<void> {
+  const sink = createWriteStream(target);
+  source.pipe(sink);
+  try {
+    await Promise.all([finished(source), finished(sink)]);
+  } catch (error) {
+    source.destroy();
+    sink.destroy();
+    throw error;
+  }
+}
 
 /**
  * Where original uploads and element images are kept. Keys are made by the service
@@ -47,7 +64,7 @@ export class LocalFileStore implements FileStore {
       await mkdir(directory, { recursive: true });
       this.madeDirectories.add(directory);
     }
-    await pipeline(source, createWriteStream(target));
+    await copyToFile(source, target);
   }
 
   read(key: string): Promise<Buffer> {

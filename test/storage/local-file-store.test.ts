@@ -1,0 +1,46 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import t from 'tap';
+import { LocalFileStore } from '../../src/storage/file-store.js';
+
+async function storeIn(t: { teardown(fn: () => Promise<void>): void }) {
+  const root = await mkdtemp(path.join(os.tmpdir(), 'rs-file-store-'));
+  t.teardown(() => rm(root, { recursive: true, force: true }));
+  return { root, store: new LocalFileStore(root) };
+}
+
+t.test('a stream written in several parts reads back byte for byte', async (t) => {
+  const { store } = await storeIn(t);
+  const parts = Array.from({ length: 50 }, (_, index) => Buffer.alloc(10_000, index));
+  await store.write('collection/original', Readable.from(parts));
+  t.same(await store.read('collection/original'), Buffer.concat(parts));
+});
+
+t.test('a source that fails part way fails the write with its error', async (t) => {
+  const { store } = await storeIn(t);
+  const source = new Readable({ read() {} });
+  source.push(Buffer.alloc(1000, 1));
+  setTimeout(() => source.destroy(new Error('client went away')), 10);
+  await t.rejects(store.write('collection/broken', source), /client went away/);
+});
+
+t.test('a source that closes before its end fails the write instead of hanging', async (t) => {
+  const { store } = await storeIn(t);
+  const source = new Readable({ read() {} });
+  source.push(Buffer.alloc(1000, 1));
+  setTimeout(() => source.destroy(), 10);
+  await t.rejects(store.write('collection/cut', source), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+});
+
+t.test('a target that cannot be written fails the write and stops reading the source', async (t) => {
+  const { root, store } = await storeIn(t);
+  await store.write('collection/first', Readable.from([Buffer.from('made the directory')]));
+  await rm(path.join(root, 'collection'), { recursive: true });
+  await writeFile(path.join(root, 'collection'), 'a file where the directory was');
+  const source = new Readable({ read() {} });
+  source.push(Buffer.alloc(1000, 1));
+  await t.rejects(store.write('collection/second', source), { code: 'ENOTDIR' });
+  t.ok(source.destroyed, 'the source is not left open');
+});
