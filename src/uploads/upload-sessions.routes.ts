@@ -53,14 +53,15 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
       refusals: 'throw', partRule: 'Send the files in multipart parts named "file"',
     });
     const received = outcomes.filter((outcome): outcome is ReceivedFile => !isRefused(outcome));
+    let updated;
     try {
       if (received.length === 0) throw new BadRequestError('No files in the request: send each in a multipart part named "file"');
-      await addSessionFiles(sql, session, received);
+      updated = await addSessionFiles(sql, session, received);
     } catch (error) {
       await removeReceived(files, outcomes);
       throw error;
     }
-    return sessionView(sql, collection, await findSession(sql, collection, session.id));
+    return sessionView(sql, collection, updated);
   });
 
   app.post('/v1/collections/:name/uploads/:id/complete', {

@@ -65,8 +65,11 @@ export function assertOpen(session: SessionRow, action: string): void {
   if (session.status !== 'open') throw wrongState(session, action);
 }
 
-/** Records stored files in the session, in one statement that only writes while the session is open. */
-export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files: ReceivedFile[]): Promise<void> {
+/**
+ * Records stored files in the session, in one statement that only writes while the session is open;
+ * returns the session as it is now.
+ */
+export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files: ReceivedFile[]): Promise<SessionRow> {
   const rows = files.map((file, index) => ({
     id: randomUUID(), ord: index, filename: file.filename, content_type: file.contentType, size_bytes: file.upload.sizeBytes,
     sha256: file.upload.sha256, storage_key: file.upload.storageKey,
@@ -81,7 +84,8 @@ export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files
   );
   // Completed or cancelled while the files were streaming in.
   if (inserted.length === 0 && rows.length > 0) throw wrongState(await currentState(sql, session), 'take files');
-  await sql('update upload_sessions set updated_at = now() where id = ?', [session.id]);
+  const [updated] = await sql<SessionRow>('update upload_sessions set updated_at = now() where id = ? returning *', [session.id]);
+  return updated ?? session;
 }
 
 async function currentState(sql: SqlRunner, session: SessionRow): Promise<SessionRow> {
