@@ -133,7 +133,11 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     resolveEmbedding: (input) => resolveCollectionEmbedding({ registry: plugins, presets: embeddingPresets, secrets }, input),
     checkReranking: (model, baseUrl) => checkRerankingSettings(plugins, model, baseUrl),
     prepareIndexes: (collection) => prepareCollectionIndexes(indexes, collection),
-    dropIndexes: (collection) => dropCollectionIndexes(indexes, collection),
+    dropIndexes: (collection) => {
+      embeddings.forget(collection.id);
+      rerankers.forget(collection.id);
+      return dropCollectionIndexes(indexes, collection);
+    },
     removeFiles: (collection) => files.remove(collection.id),
   };
 

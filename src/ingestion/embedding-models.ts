@@ -1,3 +1,4 @@
+import { PerCollectionInstances } from '../collections/per-collection-instances.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { CachedEmbeddingModel } from '../embedding/cached-embedding-model.js';
@@ -21,28 +22,29 @@ export interface EmbeddingModelsOptions {
  * than the cache could look one up, and costs nothing, so it is used directly.
  */
 export class EmbeddingModels {
-  private readonly instances = new Map<string, EmbeddingModel>();
+  private readonly instances = new PerCollectionInstances<EmbeddingModel>();
 
   constructor(private readonly registry: PluginRegistry, private readonly secrets: SecretBox, private readonly options: EmbeddingModelsOptions) {}
 
   forCollection(collection: CollectionRecord): EmbeddingModel {
-    const instanceKey = [collection.id, collection.embeddingProvider, collection.embeddingModel, collection.dimension,
+    const settings = [collection.embeddingProvider, collection.embeddingModel, collection.dimension,
       collection.embeddingBaseUrl ?? '', collection.embeddingApiKeySealed ?? ''].join('|');
-    let model = this.instances.get(instanceKey);
-    if (!model) {
-      model = this.create(collection.embeddingProvider, {
+    return this.instances.get(collection.id, settings, () => {
+      const model = this.create(collection.embeddingProvider, {
         model: collection.embeddingModel,
         dimension: collection.dimension,
         baseUrl: collection.embeddingBaseUrl ?? undefined,
         apiKey: collection.embeddingApiKeySealed ? this.secrets.open(collection.embeddingApiKeySealed) : undefined,
       });
-      if (collection.embeddingProvider !== 'local') {
-        const { cache, ledger, cacheEnabled } = this.options;
-        model = new CachedEmbeddingModel(model, { collectionId: collection.id, baseUrl: collection.embeddingBaseUrl ?? '', cache, ledger, cacheEnabled });
-      }
-      this.instances.set(instanceKey, model);
-    }
-    return model;
+      if (collection.embeddingProvider === 'local') return model;
+      const { cache, ledger, cacheEnabled } = this.options;
+      return new CachedEmbeddingModel(model, { collectionId: collection.id, baseUrl: collection.embeddingBaseUrl ?? '', cache, ledger, cacheEnabled });
+    });
+  }
+
+  /** Drops the model of a deleted collection. */
+  forget(collectionId: string): void {
+    this.instances.forget(collectionId);
   }
 
   /** A model outside any collection, neither cached nor accounted (connection tests of presets). */

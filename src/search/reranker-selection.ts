@@ -1,3 +1,4 @@
+import { PerCollectionInstances } from '../collections/per-collection-instances.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
@@ -30,7 +31,7 @@ export function checkRerankingSettings(registry: PluginRegistry, model: string |
 
 /** One reranker instance per collection configuration, so its bound on requests in flight holds for the collection. */
 export class RerankerModels {
-  private readonly instances = new Map<string, Reranker>();
+  private readonly instances = new PerCollectionInstances<Reranker>();
 
   constructor(
     private readonly registry: PluginRegistry,
@@ -39,17 +40,19 @@ export class RerankerModels {
   ) {}
 
   forCollection(collection: CollectionRecord): Reranker {
-    const key = [collection.id, collection.rerankingModel ?? '', collection.rerankingBaseUrl ?? '', collection.rerankingApiKeySealed ?? ''].join('|');
-    let reranker = this.instances.get(key);
-    if (!reranker) {
+    const settings = [collection.rerankingModel ?? '', collection.rerankingBaseUrl ?? '', collection.rerankingApiKeySealed ?? ''].join('|');
+    return this.instances.get(collection.id, settings, () => {
       const { provider, model } = parseRerankingModel(collection.rerankingModel ?? null);
-      reranker = this.registry.create('reranker', provider, {
+      return this.registry.create('reranker', provider, {
         ...(model ? { model } : {}),
         ...(collection.rerankingBaseUrl ? { baseUrl: collection.rerankingBaseUrl } : {}),
         ...(collection.rerankingApiKeySealed ? { apiKey: this.secrets.open(collection.rerankingApiKeySealed) } : {}),
       }, this.options);
-      this.instances.set(key, reranker);
-    }
-    return reranker;
+    });
+  }
+
+  /** Drops the reranker of a deleted collection. */
+  forget(collectionId: string): void {
+    this.instances.forget(collectionId);
   }
 }
