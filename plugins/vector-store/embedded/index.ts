@@ -3,10 +3,10 @@
  * HNSW index per collection, with every vector also written to `embedded_vectors` in the same call.
  * The table is the source of truth: a crash loses nothing, and `ensureCollection` after a restart
  * rebuilds the index from it. Why not pgvector there: HNSW maintenance in PGlite costs ~7 ms a row
- * (~130-200 rows/s); this store inserted ~3,600 vectors/s with persistence on a loaded 2-core
- * machine with its graphs on the main thread (bench/results/vector-stores.json). The graphs now
- * live on a thread of their own (graph-thread.ts): an upsert returns once the row is in the table
- * and in memory, and the graph insert follows.
+ * (~130-200 rows/s); this store inserts ~6,800 vectors/s with persistence, graph inserts included,
+ * on a 2-core machine (bench/results/vector-stores.json, 100k vectors). The graphs live on a thread
+ * of their own (graph-thread.ts): an upsert returns once the row is in the table and in memory, and
+ * the graph insert follows.
  *
  * Memory per 384-dim vector: 1.5 kB of f32 row (exact scans, scores), 0.8 kB of f16 copy in the
  * HNSW graph and ~0.3 kB of its links: ~2.6 kB, ~260 MB per million vectors.
