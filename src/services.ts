@@ -133,10 +133,10 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     resolveEmbedding: (input) => resolveCollectionEmbedding({ registry: plugins, presets: embeddingPresets, secrets }, input),
     checkReranking: (model, baseUrl) => checkRerankingSettings(plugins, model, baseUrl),
     prepareIndexes: (collection) => prepareCollectionIndexes(indexes, collection),
-    dropIndexes: (collection) => {
+    dropIndexes: (collection) => dropCollectionIndexes(indexes, collection),
+    forgetModels: (collection) => {
       embeddings.forget(collection.id);
       rerankers.forget(collection.id);
-      return dropCollectionIndexes(indexes, collection);
     },
     removeFiles: (collection) => files.remove(collection.id),
   };
@@ -150,13 +150,22 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
     },
     async stop() {
-      await ingestion.stop();
-      await events.stop();
-      await embeddingUsage.stop();
-      await apiKeyUsage.stop();
-      await indexes.keywordIndex.close();
-      await indexes.vectorStore.close();
-      await files.close?.();
+      // Every step runs even when one fails (pending usage is still written, indexes still closed);
+      // the first failure is thrown at the end.
+      const failures: unknown[] = [];
+      const steps = [
+        () => ingestion.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(),
+      ];
+      for (const step of steps) {
+        try {
+          await step();
+        } catch (error) {
+          logger.error({ err: error }, 'a shutdown step failed');
+          failures.push(error);
+        }
+      }
+      if (failures.length > 0) throw failures[0];
     },
   };
 }

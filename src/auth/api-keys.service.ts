@@ -85,13 +85,13 @@ export class ApiKeyService {
   }
 
   async list(em: EntityManager, limit: number, offset: number): Promise<{ data: ApiKeyRecord[]; total: number }> {
-    await this.usage.flush();
+    await this.usage.flushBeforeRead();
     const [data, total] = await em.findAndCount(ApiKey, {}, { orderBy: { createdAt: 'desc', id: 'desc' }, limit, offset });
     return { data, total };
   }
 
   async get(em: EntityManager, id: string): Promise<ApiKeyRecord> {
-    await this.usage.flush();
+    await this.usage.flushBeforeRead();
     const record = await em.findOne(ApiKey, { id });
     if (!record) throw new NotFoundError(`API key ${id} not found`);
     return record;

@@ -64,7 +64,7 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
 
   app.get('/v1/collections/:name/analytics', { config: scope('collection:read'), schema: { tags, params: NameParams, querystring: WindowQuery } }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
-    await services.queryRuntime.events.flush();
+    await services.queryRuntime.events.flushBeforeRead();
     return collectionAnalytics(services.sql, collection, request.query.window_days);
   });
 };

@@ -28,6 +28,8 @@ export interface CollectionDependencies {
   prepareIndexes(collection: CollectionRecord): Promise<void>;
   /** Removes everything the search indexes hold for a collection. */
   dropIndexes(collection: CollectionRecord): Promise<void>;
+  /** Drops the collection's embedding model and reranker instances. */
+  forgetModels(collection: CollectionRecord): void;
   removeFiles(collection: CollectionRecord): Promise<void>;
 }
 
@@ -168,6 +170,7 @@ export async function deleteCollection(context: CollectionContext, deps: Collect
   await em.flush();
   await deps.dropIndexes(collection);
   await deps.removeFiles(collection);
+  deps.forgetModels(collection);
 }
 
 export function serializeCollection(collection: CollectionRecord) {

@@ -19,7 +19,7 @@ export interface DatabaseOptions {
 export interface Database {
   orm: MikroORM;
   kind: 'pglite' | 'postgresql';
-  /** A fresh EntityManager fork: one per request or job, never shared. */
+  /** A fresh EntityManager fork: one per unit of work; only the SQL runner shares one, for statements outside transactions. */
   fork(): EntityManager;
   ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;

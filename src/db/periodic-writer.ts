@@ -23,6 +23,14 @@ export abstract class PeriodicWriter {
     return this.chain;
   }
 
+  /**
+   * Writes what is pending before a read that counts it. A failed write is reported, not thrown:
+   * the read then misses the last second instead of failing because of a write.
+   */
+  flushBeforeRead(): Promise<void> {
+    return this.flush().catch(this.onError);
+  }
+
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;

@@ -70,8 +70,9 @@ interface PendingUsage {
 /**
  * Embedding tokens and cache use per collection and UTC day. Calls are added up in memory and
  * written together once a second (before any read, and at shutdown): an upsert per call was a
- * statement on every query of a collection with a hosted model. A crash loses at most the last
- * second of counts, which are an estimate of cost, not a bill.
+ * statement on every query of a collection with a hosted model. A crash loses what was not written
+ * yet (the last second, or more while the database refuses writes), and a write whose answer is
+ * lost after it committed is counted again: the figures are an estimate of cost, not a bill.
  */
 export class EmbeddingUsageLedger extends PeriodicWriter {
   private pending = new Map<string, PendingUsage>();
@@ -125,7 +126,7 @@ export class EmbeddingUsageLedger extends PeriodicWriter {
   }
 
   private async rows(where: string, params: unknown[]): Promise<UsageRow[]> {
-    await this.flush();
+    await this.flushBeforeRead();
     return this.sql<UsageRow>(
       `select collection_id, provider, model, sum(texts) as texts, sum(tokens) as tokens, sum(cache_hits) as cache_hits, sum(cache_misses) as cache_misses
        from embedding_usage ${where} group by collection_id, provider, model`,

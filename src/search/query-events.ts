@@ -11,6 +11,9 @@ export interface QueryEvent {
   at: Date;
 }
 
+/** Half of a UTF-16 surrogate pair without its other half. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
 /** Events kept while the database cannot take them; older ones are dropped beyond this. */
 const MAX_PENDING_EVENTS = 10_000;
 
@@ -26,7 +29,10 @@ export class QueryEventRecorder extends PeriodicWriter {
   }
 
   record(event: QueryEvent): void {
-    this.buffer.push(event);
+    // jsonb refuses NUL and half of a surrogate pair (a cut emoji): one such query would make every
+    // later batch fail, since a failed batch is kept for the next write.
+    const query = event.query.slice(0, 2000).replace(LONE_SURROGATE, '\uFFFD').replaceAll('\u0000', '');
+    this.buffer.push({ ...event, query });
   }
 
   protected async write(): Promise<void> {
@@ -40,12 +46,12 @@ export class QueryEventRecorder extends PeriodicWriter {
          from jsonb_to_recordset(?::jsonb) as r(collection_id uuid, query text, search_mode text, result_count int, latency_ms float8, cached boolean, created_at timestamptz)
          where exists (select 1 from collections c where c.id = r.collection_id)`,
         [JSON.stringify(events.map((event) => ({
-          collection_id: event.collectionId, query: event.query.slice(0, 2000), search_mode: event.searchMode,
+          collection_id: event.collectionId, query: event.query, search_mode: event.searchMode,
           result_count: event.resultCount, latency_ms: event.latencyMs, cached: event.cached, created_at: event.at.toISOString(),
         })))],
       );
     } catch (error) {
-      // Kept for the next write, newest first when the database stays away long (bounded memory).
+      // Kept for the next write; while the database stays away only the newest are kept (bounded memory).
       this.buffer = [...events, ...this.buffer].slice(-MAX_PENDING_EVENTS);
       throw error;
     }

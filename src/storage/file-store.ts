@@ -11,7 +11,9 @@ import { finished } from 'node:stream/promises';
  */
 async function copyToFile(source: Readable, target: string): Promise<void> {
   const sink = createWriteStream(target);
-  source.pipe(sink);
+  // pipe never ends the sink for a source that has already ended (an empty body read to its end).
+  if (source.readableEnded) sink.end();
+  else source.pipe(sink);
   try {
     await Promise.all([finished(source), finished(sink)]);
   } catch (error) {

@@ -14,7 +14,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   const tags = ['usage'];
   const report = async (windowDays: number, onlyCollection?: string) => {
     // Query events are buffered for a second; the report counts every query answered so far.
-    await services.queryRuntime.events.flush();
+    await services.queryRuntime.events.flushBeforeRead();
     return usageReport(services.sql, services.embeddingUsage, windowDays, onlyCollection);
   };
 

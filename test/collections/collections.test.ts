@@ -390,11 +390,20 @@ for (const backend of testBackends()) {
       t.ok(analytics.avg_latency_ms >= 0);
       t.equal((await app.inject({ url: '/v1/collections/stats/analytics', headers: admin })).json().queries_total, 0, 'analytics are per collection');
 
+      // jsonb refuses NUL and half a surrogate pair; such a query must not stop analytics for good.
+      const cut = `${'x'.repeat(1999)}\u{1F600} tail`;
+      for (const text of [cut, 'nul \u0000 byte', 'lone \uD83D half']) t.equal((await query('analytics', { query: text, search_mode: 'keyword' })).statusCode, 200);
+      t.equal((await query('analytics', { query: 'after the odd ones', search_mode: 'keyword' })).statusCode, 200);
+      const later = await app.inject({ url: '/v1/collections/analytics/analytics', headers: admin });
+      t.equal(later.statusCode, 200, later.body);
+      t.equal(later.json().queries_total, 10, 'the odd queries and the one after them are all counted');
+      t.ok(later.json().top_queries.some((row: any) => row.query === 'nul  byte'), 'NUL is dropped from the recorded text');
+
       for (const days of [1, 365]) {
         const ok = await app.inject({ url: `/v1/collections/analytics/analytics?window_days=${days}`, headers: admin });
         t.equal(ok.statusCode, 200);
         t.equal(ok.json().window_days, days);
-        t.equal(ok.json().queries_total, 6);
+        t.equal(ok.json().queries_total, 10);
       }
       for (const days of ['0', '366', '-1', 'abc', '1.5']) {
         assertError(t, await app.inject({ url: `/v1/collections/analytics/analytics?window_days=${days}`, headers: admin }), 400, /window_days/, `window_days=${days}`);

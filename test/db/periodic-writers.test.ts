@@ -1,9 +1,12 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import t from 'tap';
 import { ApiKeyUsageTracker } from '../../src/auth/api-key-usage-tracker.js';
 import { PeriodicWriter } from '../../src/db/periodic-writer.js';
 import { QueryEventRecorder } from '../../src/search/query-events.js';
 import { failingOnce } from '../support/sql-runner-spy.js';
-import { adminTestApp, createTestCollection } from '../support/test-app.js';
+import { adminTestApp, buildTestApp, createTestCollection } from '../support/test-app.js';
 
 t.test('a periodic writer never overlaps its writes and goes on after a failed one', async (t) => {
   const log: string[] = [];
@@ -68,4 +71,20 @@ t.test('API-key uses that could not be written are written with the next batch',
   await tracker.stop();
   const rows = await services.sql<{ last_used_at: Date | string }>('select last_used_at from api_keys where id = ?', [created.id]);
   t.equal(new Date(rows[0]!.last_used_at).toISOString(), usedAt.toISOString());
+});
+
+t.test('shutdown goes on after a failed step: pending embedding usage is still written', async (t) => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-shutdown-'));
+  const testApp = await buildTestApp('pglite', {}, { dataDir });
+  t.teardown(async () => {
+    await testApp.app.close();
+    await testApp.services.db.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  const { services } = testApp;
+  services.queryRuntime.events.stop = () => Promise.reject(new Error('query events could not be written'));
+  services.embeddingUsage.record({ collectionId: '00000000-0000-4000-8000-000000000002', provider: 'openai', model: 'm', texts: 1, tokens: 3, cacheHits: 0, cacheMisses: 1 });
+  await t.rejects(services.stop(), /query events could not be written/);
+  const rows = await services.sql<{ tokens: string | number }>('select tokens from embedding_usage');
+  t.same(rows.map((row) => Number(row.tokens)), [3], 'the step after the failed one ran');
 });

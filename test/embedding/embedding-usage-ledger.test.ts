@@ -49,3 +49,18 @@ t.test('stop writes what is pending, so a restart keeps it', async (t) => {
   await ledger.stop();
   t.match(await new EmbeddingUsageLedger(sql).total(), { tokens: 9, texts: 2 });
 });
+
+t.test('a read answers with what is stored when the pending counts cannot be written, and reports the failure', async (t) => {
+  const database = await openDatabase({});
+  t.teardown(() => database.close());
+  const sql = createSqlRunner(database);
+  const reported: unknown[] = [];
+  const stored = new EmbeddingUsageLedger(sql);
+  stored.record(call('m', 5));
+  await stored.flush();
+  const ledger = new EmbeddingUsageLedger(failingOnce(sql, 'insert into embedding_usage'), (error) => reported.push(error));
+  ledger.record(call('m', 7));
+  t.match(await ledger.forCollection(COLLECTION), { tokens: 5 }, 'the stored row, without the unwritten call');
+  t.match(reported, [/database away/]);
+  t.match(await ledger.forCollection(COLLECTION), { tokens: 12 }, 'written with the next read');
+});

@@ -44,3 +44,12 @@ t.test('a target that cannot be written fails the write and stops reading the so
   await t.rejects(store.write('collection/second', source), { code: 'ENOTDIR' });
   t.ok(source.destroyed, 'the source is not left open');
 });
+
+t.test('a source that has already ended writes an empty file instead of hanging', async (t) => {
+  const { store } = await storeIn(t);
+  const source = Readable.from([]);
+  source.resume();
+  await new Promise((resolve) => source.once('end', resolve));
+  await store.write('collection/empty', source);
+  t.same(await store.read('collection/empty'), Buffer.alloc(0));
+});
