@@ -4,7 +4,7 @@ import type { EmbeddingModel } from '../plugins.js';
 /**
  * Texts handed to the model per call; progress is written as calls complete. The model spreads
  * each call over as many requests as it may keep in flight (embedding-batches.ts), so calls are
- * large: a claimed batch (32 documents) usually fits in one, and small calls would cut requests
+ * large: a claimed batch (64 documents) usually fits in one, and small calls would cut requests
  * below the provider's batch size and send more of them.
  */
 const TEXTS_PER_CALL = 1024;

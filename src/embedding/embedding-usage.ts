@@ -84,15 +84,24 @@ export class EmbeddingUsageLedger extends PeriodicWriter {
   record(entry: EmbeddingUsageEntry): void {
     // The day of the call, not of the write, so that a call just before midnight counts for its day.
     const day = new Date().toISOString().slice(0, 10);
-    const key = JSON.stringify([entry.collectionId, day, entry.provider, entry.model]);
-    const counts = this.pending.get(key) ?? {
-      collection_id: entry.collectionId, day, provider: entry.provider, model: entry.model, texts: 0, tokens: 0, cache_hits: 0, cache_misses: 0,
-    };
-    counts.texts += entry.texts;
-    counts.tokens += entry.tokens;
-    counts.cache_hits += entry.cacheHits;
-    counts.cache_misses += entry.cacheMisses;
-    this.pending.set(key, counts);
+    this.add({
+      collection_id: entry.collectionId, day, provider: entry.provider, model: entry.model,
+      texts: entry.texts, tokens: entry.tokens, cache_hits: entry.cacheHits, cache_misses: entry.cacheMisses,
+    });
+  }
+
+  /** Adds `counts` to what is pending for its collection, day and model. */
+  private add(counts: PendingUsage): void {
+    const key = JSON.stringify([counts.collection_id, counts.day, counts.provider, counts.model]);
+    const pending = this.pending.get(key);
+    if (!pending) {
+      this.pending.set(key, { ...counts });
+      return;
+    }
+    pending.texts += counts.texts;
+    pending.tokens += counts.tokens;
+    pending.cache_hits += counts.cache_hits;
+    pending.cache_misses += counts.cache_misses;
   }
 
   protected async write(): Promise<void> {
@@ -110,17 +119,8 @@ export class EmbeddingUsageLedger extends PeriodicWriter {
         [JSON.stringify([...batch.values()])],
       );
     } catch (error) {
-      // Kept for the next write: the counts of calls made meanwhile are added to them.
-      for (const [key, counts] of batch) {
-        const newer = this.pending.get(key);
-        if (newer) {
-          counts.texts += newer.texts;
-          counts.tokens += newer.tokens;
-          counts.cache_hits += newer.cache_hits;
-          counts.cache_misses += newer.cache_misses;
-        }
-        this.pending.set(key, counts);
-      }
+      // Kept for the next write, together with the counts of calls made meanwhile.
+      for (const counts of batch.values()) this.add(counts);
       throw error;
     }
   }

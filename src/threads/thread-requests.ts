@@ -6,7 +6,7 @@ export type ThreadAnswer = { id: number; result: unknown } | { id: number; error
 /** Request id 0 is the worker's "ready" message: it posts `{ id: 0, result }` once it can take requests. */
 export const READY_ID = 0;
 
-/** An error's message and its plain fields (PostgreSQL's code, detail, constraint, ...), for posting. */
+/** An error's message and its plain fields (a `code`, say), for posting. */
 export function errorFields(error: unknown): Record<string, unknown> {
   if (!(error instanceof Error)) return { message: String(error) };
   const fields: Record<string, unknown> = { message: error.message };
@@ -27,13 +27,11 @@ export class ThreadRequests {
   private readonly pending = new Map<number, Pending>();
   private nextId = READY_ID + 1;
   private stoppedBy: Error | undefined;
-  /** Settles with the worker's ready message. */
-  readonly ready: Promise<unknown>;
 
-  /** `onStop` hears once why the thread is gone (it failed, exited or was terminated). */
+  /** `onStop` hears once why the thread is gone when it failed or exited (not after `terminate`). */
   constructor(private readonly worker: Worker, label: string, onStop?: (reason: Error) => void) {
-    this.ready = new Promise((resolve, reject) => this.pending.set(READY_ID, { resolve, reject }));
-    this.ready.catch(() => undefined);
+    // The ready message counts as pending, so a thread still starting looks busy to a caller choosing one.
+    this.pending.set(READY_ID, { resolve: () => undefined, reject: () => undefined });
     worker.on('message', (answer: ThreadAnswer) => {
       const request = this.pending.get(answer.id);
       this.pending.delete(answer.id);

@@ -87,4 +87,5 @@ t.test('shutdown goes on after a failed step: pending embedding usage is still w
   await t.rejects(services.stop(), /query events could not be written/);
   const rows = await services.sql<{ tokens: string | number }>('select tokens from embedding_usage');
   t.same(rows.map((row) => Number(row.tokens)), [3], 'the step after the failed one ran');
+  await t.rejects(services.indexes.vectorStore.count('00000000-0000-4000-8000-000000000002'), /closed/, 'and so did the last ones: the vector store is closed');
 });

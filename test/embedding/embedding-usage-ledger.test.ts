@@ -9,10 +9,15 @@ const call = (model: string, tokens: number, cacheHits = 0) => ({
   collectionId: COLLECTION, provider: 'openai', model, texts: 2, tokens, cacheHits, cacheMisses: 2 - cacheHits,
 });
 
-t.test('usage is added up in memory and written in one statement before it is read', async (t) => {
+/** A SQL runner over a migrated in-memory database, closed when `t` ends. */
+async function inMemorySql(t: { teardown(fn: () => Promise<void>): void }) {
   const database = await openDatabase({});
   t.teardown(() => database.close());
-  const sql = createSqlRunner(database);
+  return createSqlRunner(database);
+}
+
+t.test('usage is added up in memory and written in one statement before it is read', async (t) => {
+  const sql = await inMemorySql(t);
   const statements: string[] = [];
   const counting = sqlRunnerWith(sql, (query) => statements.push(query.trim().split(/\s+/)[0]!));
   const ledger = new EmbeddingUsageLedger(counting);
@@ -28,9 +33,7 @@ t.test('usage is added up in memory and written in one statement before it is re
 });
 
 t.test('counts of a failed write are kept and written with the next one', async (t) => {
-  const database = await openDatabase({});
-  t.teardown(() => database.close());
-  const sql = createSqlRunner(database);
+  const sql = await inMemorySql(t);
   const flaky = failingOnce(sql, 'insert into embedding_usage');
   const ledger = new EmbeddingUsageLedger(flaky);
   ledger.record(call('m', 10));
@@ -40,9 +43,7 @@ t.test('counts of a failed write are kept and written with the next one', async 
 });
 
 t.test('stop writes what is pending, so a restart keeps it', async (t) => {
-  const database = await openDatabase({});
-  t.teardown(() => database.close());
-  const sql = createSqlRunner(database);
+  const sql = await inMemorySql(t);
   const ledger = new EmbeddingUsageLedger(sql);
   ledger.start();
   ledger.record(call('m', 9));
@@ -51,9 +52,7 @@ t.test('stop writes what is pending, so a restart keeps it', async (t) => {
 });
 
 t.test('a read answers with what is stored when the pending counts cannot be written, and reports the failure', async (t) => {
-  const database = await openDatabase({});
-  t.teardown(() => database.close());
-  const sql = createSqlRunner(database);
+  const sql = await inMemorySql(t);
   const reported: unknown[] = [];
   const stored = new EmbeddingUsageLedger(sql);
   stored.record(call('m', 5));

@@ -27,22 +27,43 @@ t.test('a search sees every write posted before it, without waiting for the writ
   const graphs = new GraphThread();
   t.teardown(() => graphs.close());
   const vectors = await filledCollection(graphs);
-  t.ok(vectors.graphUsable);
   const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
   t.equal(hits[0]!.key, 42, 'the row just written is its own nearest neighbour');
   vectors.remove([42]);
   const afterRemoval = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
   t.notOk(afterRemoval.some((hit) => hit.key === 42), 'a removal posted before the search is applied before it');
+  await vectors.graphCurrent();
+  t.ok(vectors.graphUsable, 'the answers came from the graph, not from the exact fallback');
 });
 
 t.test('a graph thread that is gone costs speed, not answers: searches scan exactly', async (t) => {
   const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
   const vectors = await filledCollection(graphs);
+  await vectors.graphCurrent();
+  t.ok(vectors.graphUsable, 'usable while its thread runs');
   await graphs.close();
   vectors.upsert([{ key: rowCount, embedding: rowVector(42), metadata: {}, tenant: null }]);
-  await new Promise((resolve) => setImmediate(resolve));
-  t.notOk(vectors.graphUsable, 'the failed write is remembered');
+  await vectors.graphCurrent();
+  t.notOk(vectors.graphUsable, 'the write after the thread went failed, and that is remembered');
   const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
   t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answers');
   t.same(hits.slice(0, 2).map((hit) => hit.key).sort((a, b) => a - b), [42, rowCount], 'the row written after the thread went is found too');
+});
+
+t.test('a graph thread that died is replaced: collections made afterwards get a working graph', async (t) => {
+  const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
+  const before = await filledCollection(graphs);
+  await before.graphCurrent();
+  // The thread dies (as on a crash in usearch), without the store closing it.
+  await (graphs as unknown as { requests: { worker: { terminate(): Promise<number> } } }).requests.worker.terminate();
+  before.upsert([{ key: rowCount, embedding: rowVector(7), metadata: {}, tenant: null }]);
+  await before.graphCurrent().catch(() => undefined);
+  t.notOk(before.graphUsable, 'the collection whose graph died scans exactly');
+  const after = await filledCollection(graphs);
+  await after.graphCurrent();
+  t.ok(after.graphUsable, 'the new collection has a graph on a new thread');
+  const hits = await searchCollectionVectors(after, query, defaultSearchThresholds);
+  t.equal(hits[0]!.key, 42);
 });

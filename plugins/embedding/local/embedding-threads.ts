@@ -1,6 +1,6 @@
 /**
  * Worker threads for the local embedder. Hashing costs ~0.17 ms a chunk (bench/results/
- * local-embedder.json) on the thread that also serves HTTP and parses uploads;
+ * local-embedder.json) on the thread that also serves HTTP, parses uploads and drives PGlite;
  * document batches are embedded on other cores instead. Queries (one text) stay on the calling
  * thread, where the ~0.1 ms hand-off would cost more than the work.
  *

@@ -46,7 +46,7 @@ export class CollectionVectors {
   private readonly blockOfTenant = new Map<string | null, RowBlock>();
   private readonly locationOfKey = new Map<number, Location>();
   private readonly graph: number;
-  /** Set when a graph request failed: the graph may lack rows, so searches scan exactly until a rebuild. */
+  /** Set when a graph request failed: the graph may lack rows, so searches scan exactly until the next start rebuilds it. */
   private graphFailure: Error | undefined;
 
   constructor(
@@ -91,7 +91,7 @@ export class CollectionVectors {
   /**
    * Inserts or replaces rows; within one call the last row of a key wins. `graph: false` leaves
    * the HNSW graph alone: a restart places every row first, then loads the graph from a snapshot
-   * or adds the rows to it with `graphSlices`.
+   * or adds the rows to it with `addAllToGraph`.
    */
   upsert(vectors: StoredVector[], { graph = true }: { graph?: boolean } = {}): void {
     const lastOfKey = new Map<number, StoredVector>();

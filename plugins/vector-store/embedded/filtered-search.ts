@@ -23,7 +23,8 @@ import { compareHits } from './top-k-hits.js';
 export interface SearchThresholds {
   /**
    * Unrestricted, or filtered within a scope, below this many rows: exact scan. A SIMD scan of
-   * 5,000 rows took 0.30 ms p50 against ~0.2 ms for the graph: perfect recall for 0.1 ms.
+   * 5,000 rows took 0.30 ms p50 (0.46 ms in the 2026-11-22 11:18 run on another CPU) against
+   * ~0.2 ms for the graph: perfect recall for 0.1-0.3 ms.
    */
   exactSearchBelow: number;
   /**
@@ -35,7 +36,8 @@ export interface SearchThresholds {
   /**
    * A tenant (no filter) up to this many rows: exact SIMD scan of its contiguous rows. 10,000
    * rows took 0.72 ms (graph: 1.2 ms, recall 0.996), 20,000 rows 1.7 ms (graph: 0.9 ms, recall
-   * 0.96): up to 20,000 the scan stays under 2 ms with perfect recall.
+   * 0.96). The 11:18 run on another CPU: 1.3 ms (graph 1.4) and 5.5 ms (graph 1.0, recall 0.97),
+   * so at the top of the range perfect recall can cost ~4 ms; not changed on one run.
    */
   exactTenantScanMaxRows: number;
   /** Rows whose metadata is tested to estimate a filter's selectivity before choosing. */

@@ -4,7 +4,8 @@
  * spread widely); done on the main thread it took ~20 % of that thread's time while ingesting
  * (bench/search/ingest-profile.ts), stalling HTTP and the next batch. Writes are posted and not
  * waited for; requests are applied in order, so a search sees every write posted before it. The
- * thread starts with the first graph and keeps the process alive only while a request is out.
+ * thread starts with the first graph and keeps the process alive only while a request is out; one
+ * that dies is replaced on the next request.
  */
 import { startModuleWorker } from '../../../src/threads/module-worker.js';
 import { ThreadRequests } from '../../../src/threads/thread-requests.js';
@@ -26,8 +27,15 @@ export class GraphThread {
   private requests: ThreadRequests | undefined;
   private nextGraph = 1;
 
+  /**
+   * The running thread, started again after one died: the graphs it held are gone (their
+   * collections scan exactly until a restart rebuilds them), but collections loaded from now on
+   * get working graphs.
+   */
   private thread(): ThreadRequests {
-    this.requests ??= new ThreadRequests(startModuleWorker(import.meta.url, 'graph-worker'), 'vector graph');
+    if (!this.requests || this.requests.stopped) {
+      this.requests = new ThreadRequests(startModuleWorker(import.meta.url, 'graph-worker'), 'vector graph');
+    }
     return this.requests;
   }
 

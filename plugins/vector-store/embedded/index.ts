@@ -136,7 +136,8 @@ export class EmbeddedVectorStore implements VectorStore {
     if (this.snapshots) {
       for (const [collectionId, loading] of this.collections) {
         const vectors = await loading.catch(() => null);
-        if (vectors) await this.snapshots.save(collectionId, vectors, this.ann);
+        // A graph that missed a write must not be loaded at the next start as if it were whole.
+        if (vectors?.graphUsable) await this.snapshots.save(collectionId, vectors, this.ann);
       }
     }
     this.collections.clear();
