@@ -20,6 +20,7 @@ import { uploadSessionRoutes } from './uploads/upload-sessions.routes.js';
 import { vectorRoutes } from './vectors/vectors.routes.js';
 import { healthRoutes } from './health/health.routes.js';
 import { authenticate } from './http/authenticate.js';
+import { connectionDrain } from './http/connection-drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
 import { openapi } from './http/openapi.js';
@@ -50,6 +51,7 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
   // Bodies are JSON (or multipart uploads); anything else is a 415 rather than a string body.
   app.removeContentTypeParser('text/plain');
   await app.register(errorHandler);
+  await app.register(connectionDrain);
   await app.register(cookie);
   // Files stream to storage part by part; the size limit surfaces as a truncated stream (413).
   await app.register(multipart, {

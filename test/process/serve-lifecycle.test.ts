@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -46,4 +47,55 @@ t.test('serve: data survives a SIGTERM and a restart on the same DATA_DIR', asyn
   });
   t.equal(login.status, 200);
   t.equal(await stopServer(second.child), 0);
+});
+
+/** A raw HTTP/1.1 connection: what is written, and everything the server answered until it closed. */
+function rawConnection(port: number) {
+  const socket = net.connect(port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (chunk: Buffer) => { received += chunk.toString(); });
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  return {
+    socket,
+    connected: new Promise<void>((resolve) => socket.once('connect', () => resolve())),
+    /** Resolves with the text received once `pattern` shows up in it. */
+    async until(pattern: RegExp): Promise<string> {
+      while (!pattern.test(received)) await new Promise((resolve) => setTimeout(resolve, 20));
+      return received;
+    },
+    closed: closed.then(() => received),
+  };
+}
+
+t.test('serve: SIGTERM answers the request in flight and is not held open by idle or silent connections', async (t) => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-serve-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const port = await freePort();
+  const server = await startServer(dataDir, port);
+
+  // Connected and never sent a byte: Node counts it as busy, so server.close() alone waits for it.
+  const silent = rawConnection(port);
+  await silent.connected;
+  // Kept alive after one answered request.
+  const idle = rawConnection(port);
+  idle.socket.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n');
+  await idle.until(/\r\n\r\n\{.*\}$/s);
+  // Headers sent, half the body still to come when the signal arrives.
+  const body = JSON.stringify({ email: 'admin@example.com', password: 'a long passphrase' });
+  const inFlight = rawConnection(port);
+  inFlight.socket.write(`POST /v1/auth/setup HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+
+  const exited = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+  server.child.kill('SIGTERM');
+  const forgotten = await Promise.race([silent.closed.then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve('still open after 10 s'), 10_000))]);
+  t.equal(forgotten, 'closed', 'the connection that sent nothing is closed at once');
+  await idle.closed;
+  inFlight.socket.write(body.slice(10));
+  const answer = await inFlight.closed;
+  t.match(answer, /^HTTP\/1\.1 201 /, 'the request in flight is answered');
+  t.match(answer, /"email":"admin@example.com"/);
+  t.equal(await exited, 0, 'the process stops by itself, not by the 25 s forced exit');
+  t.match(server.output(), /"msg":"stopped"/);
+  t.notMatch(server.output(), /longer than 25 s/);
 });
