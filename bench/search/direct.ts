@@ -38,10 +38,14 @@ export function serviceConfig(databaseUrl: string | undefined): Config {
   return loadConfig(env);
 }
 
-/** The indexes the service builds in src/services.ts, over `sql`. */
-export function serviceIndexes(config: Config, sql: SqlRunner): SearchIndexes {
+/**
+ * The indexes the service builds in src/services.ts, over `sql`. With the service's
+ * `stateDirectory`, the embedded store loads the graph the service saved at its stop, so both
+ * search the same graph (and loading skips a rebuild).
+ */
+export function serviceIndexes(config: Config, sql: SqlRunner, stateDirectory?: string): SearchIndexes {
   return {
-    vectorStore: new PluginRegistry().create('vector-store', config.vectorStore, {}, { sql }),
+    vectorStore: new PluginRegistry().create('vector-store', config.vectorStore, {}, { sql, stateDirectory }),
     keywordIndex: config.keywordIndex === 'memory' ? createMemoryKeywordIndex(sql) : createSqlKeywordIndex(sql),
   };
 }

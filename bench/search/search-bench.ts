@@ -22,6 +22,8 @@
  *   DATABASE_URL=postgresql://postgres@127.0.0.1:5432/rs_bench_search  PostgreSQL (that database is dropped and recreated)
  *   BENCH_SCALES=10000,100000          chunk counts to measure queries at
  *   BENCH_SEQUENTIAL_QUERIES=300       queries per mode, one client (also direct and LanceDB)
+ *   BENCH_WARMUP_QUERIES=300           untimed queries before each of those runs (JIT and caches settle;
+ *                                      with 30, p50 of the service was up to 40 % above its steady state)
  *   BENCH_CONCURRENT_SECONDS=10        seconds per mode with 16 clients
  *   BENCH_INGEST_DOCUMENTS=5000        documents in the timed ingestion
  *   BENCH_UPLOAD_BATCH=1               files per upload request: 1 uses POST .../documents (16 in flight),
@@ -66,7 +68,7 @@ const databaseUrl = process.env.DATABASE_URL || undefined;
 const database = databaseUrl ? 'postgresql' : 'pglite';
 const scales = (process.env.BENCH_SCALES ?? '10000,100000').split(',').map(Number).filter((value) => value > 0).sort((a, b) => a - b);
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL_QUERIES ?? 300);
-const WARMUP = 30;
+const WARMUP = Number(process.env.BENCH_WARMUP_QUERIES ?? 300);
 const CONCURRENT_CLIENTS = 16;
 const CONCURRENT_SECONDS = Number(process.env.BENCH_CONCURRENT_SECONDS ?? 10);
 const INGEST_DOCUMENTS = Number(process.env.BENCH_INGEST_DOCUMENTS ?? 5000);
@@ -398,7 +400,7 @@ async function directPhase(serviceIds: Record<Mode, string[][]>): Promise<Direct
   try {
     const sql = createSqlRunner(db);
     const collection = await db.fork().findOneOrFail(Collection, { name: COLLECTION });
-    const indexes = serviceIndexes(config, sql);
+    const indexes = serviceIndexes(config, sql, databaseUrl ? undefined : path.join(dataDir, 'vector-store'));
     const indexLoad = await loadIndexes(indexes, collection);
     log(`  direct: index load ${JSON.stringify(indexLoad)}`);
     const runtime = directRuntime(sql, indexes);
