@@ -12,7 +12,9 @@
  * 3. At each scale, the same queries (a) on LanceDB in this process (same texts and vectors, HNSW_SQ
  *    + FTS, RRF k 60) and (b) "direct": the service's own query path and SQL without HTTP
  *    (bench/search/direct.ts), after stopping the service (PGlite allows one process); service
- *    overhead = service p50 / direct p50.
+ *    overhead = service p50 / direct p50; and (c) the HTTP floor (bench/search/http-floor.ts): a bare
+ *    Fastify process answering with the service's own responses, which splits service - direct into
+ *    what any Node HTTP server costs and what the service adds.
  *
  * LanceDB is not a project dependency (its optional dependencies pull in model runtimes whose install
  * scripts download binaries), so install it for the run first:
@@ -59,6 +61,7 @@ import {
   CpuMonitor, JsonClient, medianOfFields, resetPostgresDatabase, roundTo, startServiceAt, summarize, waitForQuiet,
   type CpuUse, type LatencySummary, type RunningService,
 } from './harness.js';
+import { startHttpFloor } from './http-floor.js';
 import { benchmarkLance, type ChunkRows, type LanceResult } from './lance.js';
 
 const MODES = ['semantic', 'keyword', 'hybrid'] as const;
@@ -277,6 +280,8 @@ function documentsToReach(current: number, target: number): number {
 
 interface SequentialRun {
   latency: LatencySummary;
+  /** The last response, for the HTTP floor server to answer with. */
+  last_body: unknown;
   /** p50 of each stage the response reports (ms). */
   stage_p50: Record<string, number>;
   result_ids: string[][];
@@ -297,8 +302,10 @@ async function sequentialQueries(client: JsonClient, mode: Mode): Promise<Sequen
   const latencies: number[] = [];
   const timings: QueryTimings[] = [];
   const ids: string[][] = [];
+  let lastBody: unknown = null;
   for (let index = -WARMUP; index < SEQUENTIAL; index++) {
     const response = await client.request<QueryAnswer>('POST', queryPath, queryBody(index, mode));
+    lastBody = response.body;
     if (index < 0) continue;
     latencies.push(response.milliseconds);
     timings.push(response.body.timings);
@@ -306,6 +313,7 @@ async function sequentialQueries(client: JsonClient, mode: Mode): Promise<Sequen
   }
   return {
     latency: summarize(latencies),
+    last_body: lastBody,
     stage_p50: medianOfFields(timings as unknown as Array<Record<string, unknown>>),
     result_ids: ids,
     mean_results: roundTo(ids.reduce((sum, list) => sum + list.length, 0) / Math.max(1, ids.length)),
@@ -478,8 +486,22 @@ interface ScaleResult {
   lancedb: Omit<LanceResult, 'result_ids' | 'recall'> & { agreement_with_service: Record<Mode, number> };
   /** Share of the exact cosine top 10 (ties counted) that each ANN path returns (same 300 queries). */
   semantic_recall_at_10: { service_semantic: number; direct_semantic: number; lancedb_semantic: number };
+  /** One client against bench/search/http-floor.ts answering with the service's responses. */
+  http_floor: Record<Mode, LatencySummary>;
+  overhead_breakdown: Record<Mode, OverheadBreakdown>;
   overhead_vs_direct_service_runner: Record<Mode, number>;
   overhead_vs_direct_raw_driver: Record<Mode, number>;
+}
+
+interface OverheadBreakdown {
+  /** Service p50 - direct p50. */
+  added_ms: number;
+  /** p50 of the bare Fastify process answering the same responses: HTTP, Fastify and the client. */
+  http_floor_ms: number;
+  /** added_ms - http_floor_ms: authentication, hooks, validation, the collection lookup, and the same work run slower between requests than in a loop. */
+  service_own_ms: number;
+  /** (direct p50 + floor p50) / direct p50: the ratio of a service that added nothing but the floor. */
+  ratio_with_floor_only: number;
 }
 
 // The tree as built for this run: others commit while it runs.
@@ -559,6 +581,25 @@ try {
       log(`  direct ${mode}: service SqlRunner p50 ${direct.service_runner[mode].latency.p50} ms, raw driver p50 ${direct.raw_driver[mode].latency.p50} ms; top-10 agreement with service ${direct.agreement_with_service[mode]}`);
     }
     const { rows, semanticIds: directSemanticIds, ...directResult } = direct;
+
+    const floorServer = await startHttpFloor(Object.fromEntries(MODES.map((mode) => [mode, sequential[mode].last_body])), dataDir);
+    const floorClient = new JsonClient(floorServer.baseUrl, 'none');
+    const httpFloor = {} as Record<Mode, LatencySummary>;
+    try {
+      for (const mode of MODES) httpFloor[mode] = (await measured(() => sequentialQueries(floorClient, mode))).latency;
+    } finally {
+      floorClient.close();
+      await floorServer.stop();
+    }
+    const overheadBreakdown = Object.fromEntries(MODES.map((mode) => {
+      const added = sequential[mode].latency.p50 - direct.service_runner[mode].latency.p50;
+      return [mode, {
+        added_ms: roundTo(added), http_floor_ms: httpFloor[mode].p50, service_own_ms: roundTo(added - httpFloor[mode].p50),
+        ratio_with_floor_only: roundTo((direct.service_runner[mode].latency.p50 + httpFloor[mode].p50) / direct.service_runner[mode].latency.p50),
+      }];
+    })) as Record<Mode, OverheadBreakdown>;
+    log(`  HTTP floor p50 (bare Fastify, same responses): ${MODES.map((mode) => `${mode} ${httpFloor[mode].p50}`).join(', ')} ms; ratio with the floor alone: ${MODES.map((mode) => overheadBreakdown[mode].ratio_with_floor_only).join(' / ')}`);
+
     log(`  LanceDB: ${rows.keys.length} rows`);
     const lance = await measured(() => benchmarkLance(rows, model, queries, SEQUENTIAL, WARMUP));
     const { result_ids: lanceIds, recall: recallOf, ...lanceResult } = lance;
@@ -591,6 +632,8 @@ try {
         agreement_with_service: Object.fromEntries(MODES.map((mode) => [mode, agreement(sequential[mode].result_ids, lanceIds[mode])])) as Record<Mode, number>,
       },
       semantic_recall_at_10: recall,
+      http_floor: httpFloor,
+      overhead_breakdown: overheadBreakdown,
       overhead_vs_direct_service_runner: ratio(direct.service_runner),
       overhead_vs_direct_raw_driver: ratio(direct.raw_driver),
     });
