@@ -28,8 +28,8 @@
  *                                      with 30, p50 of the service was up to 40 % above its steady state)
  *   BENCH_CONCURRENT_SECONDS=10        seconds per mode with 16 clients
  *   BENCH_INGEST_DOCUMENTS=5000        documents in the timed ingestion
- *   BENCH_UPLOAD_BATCH=1               files per upload request: 1 uses POST .../documents (16 in flight),
- *                                      more uses POST .../documents/batch (4 in flight)
+ *   BENCH_UPLOAD_BATCH=50              files per upload request: more than 1 uses POST .../documents/batch
+ *                                      (4 in flight), as a bulk loader would; 1 uses POST .../documents (16 in flight)
  *   BENCH_QUIET_BUDGET_S=900           before each timed phase, wait (at most 300 s, at most this in total) until
  *                                      other processes use < 0.3 cores: the machine is shared
  *   BENCH_CPU_PROF_DIR=/tmp/profiles   run every service process with --cpu-prof into this folder, and
@@ -76,7 +76,7 @@ const CONCURRENT_CLIENTS = 16;
 const CONCURRENT_SECONDS = Number(process.env.BENCH_CONCURRENT_SECONDS ?? 10);
 const INGEST_DOCUMENTS = Number(process.env.BENCH_INGEST_DOCUMENTS ?? 5000);
 const UPLOADS_IN_FLIGHT = 16;
-const UPLOAD_BATCH = Number(process.env.BENCH_UPLOAD_BATCH ?? 1);
+const UPLOAD_BATCH = Number(process.env.BENCH_UPLOAD_BATCH ?? 50);
 const BATCHES_IN_FLIGHT = 4;
 const PROFILE_DIR = process.env.BENCH_CPU_PROF_DIR || undefined;
 let quietBudgetSeconds = Number(process.env.BENCH_QUIET_BUDGET_S ?? 900);
@@ -479,7 +479,7 @@ interface ScaleResult {
   growth: IngestionRun | null;
   service_rss_mib_after_queries: number | null;
   service: {
-    sequential: Record<Mode, Omit<SequentialRun, 'result_ids'>>;
+    sequential: Record<Mode, Omit<SequentialRun, 'result_ids' | 'last_body'>>;
     concurrent: Record<Mode, ConcurrentRun>;
   };
   direct: Omit<DirectPhase, 'rows' | 'semanticIds'>;
@@ -621,9 +621,9 @@ try {
       service_rss_mib_after_queries: rss,
       service: {
         sequential: Object.fromEntries(MODES.map((mode) => {
-          const { result_ids: _ids, ...rest } = sequential[mode];
+          const { result_ids: _ids, last_body: _body, ...rest } = sequential[mode];
           return [mode, rest];
-        })) as Record<Mode, Omit<SequentialRun, 'result_ids'>>,
+        })) as Record<Mode, Omit<SequentialRun, 'result_ids' | 'last_body'>>,
         concurrent,
       },
       direct: directResult,
