@@ -32,12 +32,9 @@
  *                                      (4 in flight), as a bulk loader would; 1 uses POST .../documents (16 in flight)
  *   BENCH_QUIET_BUDGET_S=900           before each timed phase, wait (at most 300 s, at most this in total) until
  *                                      other processes use < 0.3 cores: the machine is shared
- *   BENCH_RESTART_BEFORE_QUERIES=1     restart the service before each query phase (0: query the process
- *                                      that just ingested), so that it searches indexes loaded from the
- *                                      database and the saved graph, as direct does: a collection grown
- *                                      by ingestion holds the same data scattered over the heap
- *   BENCH_CPU_PROF_DIR=/tmp/profiles   run every service process with --cpu-prof into this folder
- *                                      (figures then include profiler overhead)
+ *   BENCH_CPU_PROF_DIR=/tmp/profiles   run every service process with --cpu-prof into this folder, and
+ *                                      restart it before each query phase so query and ingestion
+ *                                      profiles are separate (figures then include profiler overhead)
  * Writes bench/results/search-<pglite|postgresql>.json (BENCH_OUT overrides).
  */
 import { execFileSync } from 'node:child_process';
@@ -82,7 +79,6 @@ const UPLOADS_IN_FLIGHT = 16;
 const UPLOAD_BATCH = Number(process.env.BENCH_UPLOAD_BATCH ?? 50);
 const BATCHES_IN_FLIGHT = 4;
 const PROFILE_DIR = process.env.BENCH_CPU_PROF_DIR || undefined;
-const RESTART_BEFORE_QUERIES = process.env.BENCH_RESTART_BEFORE_QUERIES !== '0';
 let quietBudgetSeconds = Number(process.env.BENCH_QUIET_BUDGET_S ?? 900);
 const OUT = process.env.BENCH_OUT ?? `bench/results/search-${database}.json`;
 const COLLECTION = 'bench';
@@ -555,8 +551,7 @@ try {
       growthRuns.push({ phase: `to ${target}`, ...growth });
       log(`  ${growth.documents_per_s} documents/s, ${growth.chunks_per_s} chunks/s`);
     }
-    if (RESTART_BEFORE_QUERIES) {
-      client.close();
+    if (PROFILE_DIR) {
       await stop();
       await start(`queries-${target}`);
       client = new JsonClient(service!.baseUrl, key);
@@ -681,7 +676,6 @@ const summary = {
     sequential_queries_per_mode: SEQUENTIAL, warmup_queries: WARMUP,
     concurrent_clients: CONCURRENT_CLIENTS, concurrent_seconds_per_mode: CONCURRENT_SECONDS,
     uploads_in_flight: UPLOAD_BATCH > 1 ? BATCHES_IN_FLIGHT : UPLOADS_IN_FLIGHT, files_per_upload: UPLOAD_BATCH, cpu_profiles: PROFILE_DIR ?? null,
-    restart_before_queries: RESTART_BEFORE_QUERIES,
     note: 'latencies are client-observed milliseconds; direct = queryCollection() in this process over the stopped service\'s data (no HTTP, auth, collection lookup, or query-event writes)',
   },
   corpus: {
