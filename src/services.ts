@@ -24,7 +24,7 @@ import type { Parser, SqlRunner } from './plugins.js';
 import type { QueryResponse, QueryRuntime } from './search/collection-query.js';
 import { createMemoryKeywordIndex } from './search/keyword/memory-keyword-index.js';
 import { createSqlKeywordIndex } from './search/keyword/sql-keyword-index.js';
-import { QueryCache } from './search/query-cache.js';
+import { estimatedBytes, QUERY_CACHE_ENTRIES, QueryCache } from './search/query-cache.js';
 import { QueryEventRecorder } from './search/query-events.js';
 import { checkRerankingSettings, RerankerModels } from './search/reranker-selection.js';
 import { dropCollectionIndexes, prepareCollectionIndexes, type SearchIndexes } from './search/search-indexes.js';
@@ -123,7 +123,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     sql, indexes,
     embeddingModelFor: (collection) => embeddings.forCollection(collection),
     rerankerFor: (collection) => rerankers.forCollection(collection),
-    cache: new QueryCache<QueryResponse>(),
+    cache: new QueryCache<QueryResponse>({ maxEntries: QUERY_CACHE_ENTRIES, maxBytes: config.queryCacheMaxBytes, sizeOf: estimatedBytes }),
     cacheTtlSeconds: () => settings.get<number>('query_cache_ttl_s'),
     events,
   };

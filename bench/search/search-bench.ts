@@ -411,7 +411,7 @@ async function directPhase(serviceIds: Record<Mode, string[][]>): Promise<Direct
     const indexes = serviceIndexes(config, sql, databaseUrl ? undefined : path.join(dataDir, 'vector-store'));
     const indexLoad = await loadIndexes(indexes, collection);
     log(`  direct: index load ${JSON.stringify(indexLoad)}`);
-    const runtime = directRuntime(sql, indexes);
+    const runtime = directRuntime(config, sql, indexes);
     const serviceRunner = {} as Record<Mode, DirectModeResult>;
     const agreementWithService = {} as Record<Mode, number>;
     let semanticIds: string[][] = [];
@@ -449,7 +449,7 @@ async function directPhase(serviceIds: Record<Mode, string[][]>): Promise<Direct
       rawSql = pgliteSqlRunner(pglite);
       rawIndexes = indexes;
     }
-    const rawRuntime = directRuntime(rawSql, rawIndexes);
+    const rawRuntime = directRuntime(config, rawSql, rawIndexes);
     const rawDriver = {} as Record<Mode, DirectModeResult>;
     for (const mode of MODES) rawDriver[mode] = directSummary(await runDirect(rawRuntime, collection, queries, mode, SEQUENTIAL, WARMUP));
     return { index_load: indexLoad, service_runner: serviceRunner, raw_driver: rawDriver, agreement_with_service: agreementWithService, rows, semanticIds };

@@ -1,17 +1,49 @@
 /**
  * Query results kept for `query_cache_ttl_s`, keyed on the collection's write version so that any
- * write makes older entries unreachable (they age out of the LRU).
+ * write makes older entries unreachable (they age out of the LRU). Bounded by entries and by an
+ * estimate of their bytes: with `top_k` up to 1,000 one answer can hold megabytes of chunk text, so
+ * an entry count alone would let the cache grow to gigabytes.
  */
-export class QueryCache<V> {
-  private readonly entries = new Map<string, { value: V; expiresAt: number }>();
+/** Answers kept at most, whatever their size. */
+export const QUERY_CACHE_ENTRIES = 2000;
 
-  constructor(private readonly capacity = 2000) {}
+export interface QueryCacheLimits<V> {
+  maxEntries: number;
+  maxBytes: number;
+  /** An estimate of what `value` holds in memory, in bytes. */
+  sizeOf: (value: V) => number;
+}
+
+/**
+ * Rough in-memory size of a JSON-like value: UTF-16 strings plus a fixed cost per value, property
+ * and element. Within a small factor of V8's real figure, which is all a cache bound needs.
+ */
+export function estimatedBytes(value: unknown): number {
+  if (typeof value === 'string') return 16 + 2 * value.length;
+  if (Array.isArray(value)) {
+    let bytes = 16;
+    for (const element of value) bytes += 8 + estimatedBytes(element);
+    return bytes;
+  }
+  if (value !== null && typeof value === 'object') {
+    let bytes = 32;
+    for (const [key, property] of Object.entries(value)) bytes += 8 + 2 * key.length + estimatedBytes(property);
+    return bytes;
+  }
+  return 8;
+}
+
+export class QueryCache<V> {
+  private readonly entries = new Map<string, { value: V; expiresAt: number; bytes: number }>();
+  private bytes = 0;
+
+  constructor(private readonly limits: QueryCacheLimits<V>) {}
 
   get(key: string): V | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
     if (entry.expiresAt <= Date.now()) {
-      this.entries.delete(key);
+      this.remove(key);
       return undefined;
     }
     // Re-insert to mark it most recently used.
@@ -22,12 +54,28 @@ export class QueryCache<V> {
 
   set(key: string, value: V, ttlSeconds: number): void {
     if (ttlSeconds <= 0) return;
-    this.entries.delete(key);
-    this.entries.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000 });
-    while (this.entries.size > this.capacity) {
+    this.remove(key);
+    const bytes = this.limits.sizeOf(value);
+    // An answer larger than the whole cache would only evict everything else.
+    if (bytes > this.limits.maxBytes) return;
+    this.entries.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000, bytes });
+    this.bytes += bytes;
+    while (this.entries.size > this.limits.maxEntries || this.bytes > this.limits.maxBytes) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
-      this.entries.delete(oldest);
+      this.remove(oldest);
     }
+  }
+
+  /** Entries and their estimated bytes (for stats and tests). */
+  get usage(): { entries: number; bytes: number } {
+    return { entries: this.entries.size, bytes: this.bytes };
+  }
+
+  private remove(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.bytes -= entry.bytes;
   }
 }

@@ -1,0 +1,56 @@
+import t from 'tap';
+import { estimatedBytes, QueryCache } from '../../src/search/query-cache.js';
+import { adminTestApp, createTestCollection } from '../support/test-app.js';
+
+const sized = (bytes: number) => ({ bytes });
+
+t.test('the cache is bounded by estimated bytes as well as entries, oldest use first', async (t) => {
+  const cache = new QueryCache<{ bytes: number }>({ maxEntries: 3, maxBytes: 100, sizeOf: (value) => value.bytes });
+  cache.set('a', sized(40), 60);
+  cache.set('b', sized(40), 60);
+  t.ok(cache.get('a'), 'a is used again, so b is now the oldest');
+  cache.set('c', sized(40), 60);
+  t.notOk(cache.get('b'), '120 bytes > 100: the least recently used entry went');
+  t.ok(cache.get('a'));
+  t.ok(cache.get('c'));
+  t.same(cache.usage, { entries: 2, bytes: 80 });
+  cache.set('huge', sized(101), 60);
+  t.notOk(cache.get('huge'), 'an answer larger than the cache is not kept');
+  t.same(cache.usage, { entries: 2, bytes: 80 }, 'and evicts nothing');
+  cache.set('a', sized(10), 60);
+  t.same(cache.usage, { entries: 2, bytes: 50 }, 'replacing an entry replaces its bytes');
+  for (const key of ['d', 'e']) cache.set(key, sized(1), 60);
+  t.same(cache.usage, { entries: 3, bytes: 12 }, 'at most maxEntries answers');
+  cache.set('expired', sized(1), 0);
+  t.notOk(cache.get('expired'), 'a TTL of 0 keeps nothing');
+});
+
+t.test('estimatedBytes grows with text and structure', async (t) => {
+  t.ok(estimatedBytes('x'.repeat(1000)) >= 2000, 'strings count two bytes a character');
+  t.ok(estimatedBytes({ text: 'x'.repeat(1000), metadata: { a: [1, 2, 3] } }) > estimatedBytes({ text: 'x'.repeat(1000) }));
+  t.equal(estimatedBytes(null), 8);
+});
+
+t.test('query answers: cached while they fit QUERY_CACHE_MAX_MB, evicted oldest first, too large ones never', async (t) => {
+  const { app, admin } = await adminTestApp(t, 'pglite', { queryCacheMaxBytes: 16_000 });
+  await createTestCollection(app, admin, { name: 'sized', dimension: 4 });
+  const filler = 'lorem ipsum dolor '.repeat(100);
+  const vectors = [
+    ...['a1', 'a2'].map((id) => ({ id, text: `alpha ${filler}` })),
+    ...['b1', 'b2'].map((id) => ({ id, text: `beta ${filler}` })),
+    ...Array.from({ length: 8 }, (_, n) => ({ id: `g${n}`, text: `gamma ${filler}` })),
+  ].map((vector, n) => ({ ...vector, embedding: [1, n, 0.5, 0.25] }));
+  const upserted = await app.inject({ method: 'POST', url: '/v1/collections/sized/vectors/upsert', headers: admin, payload: { vectors } });
+  t.equal(upserted.statusCode, 200, upserted.body);
+  const cached = async (query: string) => {
+    const response = await app.inject({ method: 'POST', url: '/v1/collections/sized/query', headers: admin, payload: { query, search_mode: 'keyword', top_k: 10 } });
+    t.equal(response.statusCode, 200, response.body.slice(0, 300));
+    return response.json().timings.cached === true;
+  };
+  t.notOk(await cached('alpha'), 'first alpha computed');
+  t.ok(await cached('alpha'), 'repeat from the cache');
+  t.notOk(await cached('beta'), 'beta computed; alpha and beta together exceed the bound');
+  t.notOk(await cached('alpha'), 'alpha, the older entry, was evicted');
+  t.notOk(await cached('gamma'), 'gamma (eight long results) computed');
+  t.notOk(await cached('gamma'), 'and not kept: it alone exceeds the bound');
+});
