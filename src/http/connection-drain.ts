@@ -33,8 +33,9 @@ export const connectionDrain = fp(async (app: FastifyInstance) => {
     const socket = request.raw.socket;
     const remaining = (requestsInFlight.get(socket) ?? 1) - 1;
     requestsInFlight.set(socket, remaining);
-    // The response has been handed to the socket: end() sends it before closing.
-    if (closing && remaining === 0) socket.end();
+    // The response has been handed to the socket: end() sends it before closing. Requests made
+    // with inject() have no real socket and are left alone.
+    if (closing && remaining === 0 && sockets.has(socket)) socket.end();
     done();
   });
 
