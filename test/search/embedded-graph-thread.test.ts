@@ -21,6 +21,11 @@ async function filledCollection(graphs: GraphThread): Promise<CollectionVectors>
   return vectors;
 }
 
+/** The thread dies (as on a crash in usearch), without the store closing it. */
+async function killThread(graphs: GraphThread): Promise<void> {
+  await (graphs as unknown as { requests: { worker: { terminate(): Promise<number> } } }).requests.worker.terminate();
+}
+
 const query = { unitQuery: rowVector(42).map((value, _, row) => value / Math.hypot(...row)), topK: 5, tenant: null, filter: null };
 
 t.test('a search sees every write posted before it, without waiting for the writes', async (t) => {
@@ -56,8 +61,7 @@ t.test('a graph thread that died is replaced: collections made afterwards get a 
   t.teardown(() => graphs.close());
   const before = await filledCollection(graphs);
   await before.graphCurrent();
-  // The thread dies (as on a crash in usearch), without the store closing it.
-  await (graphs as unknown as { requests: { worker: { terminate(): Promise<number> } } }).requests.worker.terminate();
+  await killThread(graphs);
   before.upsert([{ key: rowCount, embedding: rowVector(7), metadata: {}, tenant: null }]);
   await before.graphCurrent().catch(() => undefined);
   t.notOk(before.graphUsable, 'the collection whose graph died scans exactly');
@@ -66,4 +70,16 @@ t.test('a graph thread that died is replaced: collections made afterwards get a 
   t.ok(after.graphUsable, 'the new collection has a graph on a new thread');
   const hits = await searchCollectionVectors(after, query, defaultSearchThresholds);
   t.equal(hits[0]!.key, 42);
+});
+
+t.test('a search sent to a graph whose thread just died answers exactly, and the graph is not asked again', async (t) => {
+  const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
+  const vectors = await filledCollection(graphs);
+  await vectors.graphCurrent();
+  await killThread(graphs);
+  t.ok(vectors.graphUsable, 'no write has failed yet');
+  const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
+  t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answers, not an error');
+  t.notOk(vectors.graphUsable, 'the failed search is remembered');
 });

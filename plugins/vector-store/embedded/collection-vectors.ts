@@ -215,10 +215,18 @@ export class CollectionVectors {
     return sample;
   }
 
-  /** The HNSW graph's `count` nearest keys, in its order (callers rescore with `similarity`). */
-  async approximateNearestKeys(unitQuery: Float32Array, count: number): Promise<number[]> {
+  /**
+   * The HNSW graph's `count` nearest keys, in its order (callers rescore with `similarity`); null
+   * when the graph could not answer (its thread died, say), which is remembered like a failed write.
+   */
+  async approximateNearestKeys(unitQuery: Float32Array, count: number): Promise<number[] | null> {
     if (this.size === 0) return [];
-    return this.graphs.send<number[]>({ op: 'search', graph: this.graph, query: unitQuery, count: Math.min(count, this.size) });
+    try {
+      return await this.graphs.send<number[]>({ op: 'search', graph: this.graph, query: unitQuery, count: Math.min(count, this.size) });
+    } catch (error) {
+      this.graphFailure ??= error instanceof Error ? error : new Error(String(error));
+      return null;
+    }
   }
 
   private blockFor(tenant: string | null): RowBlock {

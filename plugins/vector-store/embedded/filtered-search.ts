@@ -110,13 +110,14 @@ async function approximateThenExact(vectors: CollectionVectors, query: Collectio
   requested = Math.min(vectors.size, requested);
   for (;;) {
     const keys = await vectors.approximateNearestKeys(unitQuery, requested);
+    if (keys === null) break;
     const hits = keys.filter(isAllowed).map((key) => ({ key, score: vectors.similarity(unitQuery, key) }));
     // Enough allowed hits, or the graph returned every row (its answer is then the exact one).
     if (hits.length >= topK || keys.length === vectors.size) return hits.sort(compareHits).slice(0, topK);
     if (requested >= vectors.size) break;
     requested = Math.min(vectors.size, requested * thresholds.oversampling);
   }
-  // Rows unreachable in the graph (rare, after many removals) or a filter far more selective than
-  // its sample suggested: the exact scan answers correctly.
+  // The graph failed, rows are unreachable in it (rare, after many removals), or a filter is far
+  // more selective than its sample suggested: the exact scan answers correctly.
   return exactAllowed(vectors, query);
 }
