@@ -10,7 +10,7 @@ import fp from 'fastify-plugin';
  * client that opened a connection and sent nothing (connection pools that connect ahead, a
  * stalled client) held shutdown until the forced exit, which then skipped the writes of
  * shutdown. Here a connection is busy only while one of its requests is unanswered: on close,
- * the others are destroyed, and a busy one is ended after its last response.
+ * the others are destroyed, and a busy one is closed after its last response.
  */
 export const connectionDrain = fp(async (app: FastifyInstance) => {
   const sockets = new Set<Socket>();
@@ -28,15 +28,22 @@ export const connectionDrain = fp(async (app: FastifyInstance) => {
     done();
   });
 
-  // A request whose client went away needs no counting: its socket is closed and forgotten.
+  // A request whose client went away needs no counting: its socket is closed and forgotten. The
+  // floor at 0 keeps a response without a counted request (answered before this hook) harmless.
   app.addHook('onResponse', (request, _reply, done) => {
     const socket = request.raw.socket;
-    const remaining = (requestsInFlight.get(socket) ?? 1) - 1;
+    const remaining = Math.max(0, (requestsInFlight.get(socket) ?? 0) - 1);
     requestsInFlight.set(socket, remaining);
-    // The response has been handed to the socket: end() sends it before closing. Requests made
-    // with inject() have no real socket and are left alone.
-    if (closing && remaining === 0 && sockets.has(socket)) socket.end();
+    // The response has been handed to the socket: destroySoon() sends it, then closes, whether or
+    // not the client closes its side. Requests made with inject() have no real socket.
+    if (closing && remaining === 0 && sockets.has(socket)) socket.destroySoon();
     done();
+  });
+
+  // So that a client does not send its next request into a connection about to close.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
 
   app.addHook('preClose', async () => {

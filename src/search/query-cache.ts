@@ -1,9 +1,3 @@
-/**
- * Query results kept for `query_cache_ttl_s`, keyed on the collection's write version so that any
- * write makes older entries unreachable (they age out of the LRU). Bounded by entries and by an
- * estimate of their bytes: with `top_k` up to 1,000 one answer can hold megabytes of chunk text, so
- * an entry count alone would let the cache grow to gigabytes.
- */
 /** Answers kept at most, whatever their size. */
 export const QUERY_CACHE_ENTRIES = 2000;
 
@@ -33,6 +27,12 @@ export function estimatedBytes(value: unknown): number {
   return 8;
 }
 
+/**
+ * Query results kept for `query_cache_ttl_s`, keyed on the collection's write version so that any
+ * write makes older entries unreachable (they age out of the LRU). Bounded by entries and by an
+ * estimate of their bytes: with `top_k` up to 1,000 one answer can hold megabytes of chunk text, so
+ * an entry count alone would let the cache grow to gigabytes.
+ */
 export class QueryCache<V> {
   private readonly entries = new Map<string, { value: V; expiresAt: number; bytes: number }>();
   private bytes = 0;
@@ -67,7 +67,7 @@ export class QueryCache<V> {
     }
   }
 
-  /** Entries and their estimated bytes (for stats and tests). */
+  /** Entries and their estimated bytes (what the tests check the accounting with). */
   get usage(): { entries: number; bytes: number } {
     return { entries: this.entries.size, bytes: this.bytes };
   }

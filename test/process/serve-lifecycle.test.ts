@@ -58,9 +58,13 @@ function rawConnection(port: number) {
   return {
     socket,
     connected: new Promise<void>((resolve) => socket.once('connect', () => resolve())),
-    /** Resolves with the text received once `pattern` shows up in it. */
+    /** Resolves with the text received once `pattern` shows up in it (within 10 s). */
     async until(pattern: RegExp): Promise<string> {
-      while (!pattern.test(received)) await new Promise((resolve) => setTimeout(resolve, 20));
+      const deadline = Date.now() + 10_000;
+      while (!pattern.test(received)) {
+        if (Date.now() > deadline) throw new Error(`no ${pattern} in 10 s; received: ${received}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       return received;
     },
     closed: closed.then(() => received),
@@ -94,6 +98,7 @@ t.test('serve: SIGTERM answers the request in flight and is not held open by idl
   inFlight.socket.write(body.slice(10));
   const answer = await inFlight.closed;
   t.match(answer, /^HTTP\/1\.1 201 /, 'the request in flight is answered');
+  t.match(answer, /\r\nconnection: close\r\n/i, 'and told that the connection closes');
   t.match(answer, /"email":"admin@example.com"/);
   t.equal(await exited, 0, 'the process stops by itself, not by the 25 s forced exit');
   t.match(server.output(), /"msg":"stopped"/);

@@ -32,7 +32,9 @@ t.test('estimatedBytes grows with text and structure', async (t) => {
 });
 
 t.test('query answers: cached while they fit QUERY_CACHE_MAX_MB, evicted oldest first, too large ones never', async (t) => {
-  const { app, admin } = await adminTestApp(t, 'pglite', { queryCacheMaxBytes: 16_000 });
+  // Two two-result answers must not fit together, one must; an eight-result answer must not fit
+  // alone. The bound is 1.5 answers of two results, as estimated from the first one.
+  const { app, services, admin } = await adminTestApp(t, 'pglite', { queryCacheMaxBytes: 1_000_000 });
   await createTestCollection(app, admin, { name: 'sized', dimension: 4 });
   const filler = 'lorem ipsum dolor '.repeat(100);
   const vectors = [
@@ -42,15 +44,28 @@ t.test('query answers: cached while they fit QUERY_CACHE_MAX_MB, evicted oldest 
   ].map((vector, n) => ({ ...vector, embedding: [1, n, 0.5, 0.25] }));
   const upserted = await app.inject({ method: 'POST', url: '/v1/collections/sized/vectors/upsert', headers: admin, payload: { vectors } });
   t.equal(upserted.statusCode, 200, upserted.body);
-  const cached = async (query: string) => {
+  const ask = async (query: string) => {
     const response = await app.inject({ method: 'POST', url: '/v1/collections/sized/query', headers: admin, payload: { query, search_mode: 'keyword', top_k: 10 } });
     t.equal(response.statusCode, 200, response.body.slice(0, 300));
-    return response.json().timings.cached === true;
+    return response.json() as { results: unknown[]; timings: { cached?: boolean } };
   };
-  t.notOk(await cached('alpha'), 'first alpha computed');
+  const cached = async (query: string) => (await ask(query)).timings.cached === true;
+
+  const alpha = await ask('alpha');
+  t.equal(alpha.results.length, 2);
+  t.notOk(alpha.timings.cached, 'first alpha computed');
+  const cache = services.queryRuntime.cache;
+  const limits = (cache as unknown as { limits: { maxBytes: number } }).limits;
+  t.equal(limits.maxBytes, 1_000_000, 'the bound comes from the configuration');
+  const oneAnswer = cache.usage.bytes;
+  t.ok(oneAnswer > 0, `the answer is kept: ~${oneAnswer} bytes`);
+  limits.maxBytes = Math.round(1.5 * oneAnswer);
+
   t.ok(await cached('alpha'), 'repeat from the cache');
   t.notOk(await cached('beta'), 'beta computed; alpha and beta together exceed the bound');
+  t.equal(cache.usage.entries, 1);
   t.notOk(await cached('alpha'), 'alpha, the older entry, was evicted');
   t.notOk(await cached('gamma'), 'gamma (eight long results) computed');
   t.notOk(await cached('gamma'), 'and not kept: it alone exceeds the bound');
+  t.ok(cache.usage.bytes <= 1.5 * oneAnswer, 'the bound holds');
 });
