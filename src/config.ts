@@ -24,6 +24,8 @@ export interface Config {
   apiKeyCacheMs: number;
   /** Estimated bytes of query answers kept by the query cache (2,000 answers at most). */
   queryCacheMaxBytes: number;
+  /** HNSW candidate list of the embedded store's searches; undefined keeps the store's default. */
+  hnswExpansionSearch: number | undefined;
   /** Timeout of one attempt of a call to an embedding or reranking provider. */
   providerTimeoutMs: number;
   /** Further attempts of a provider call after a 429, a 5xx, a timeout or a connection failure. */
@@ -98,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 2),
     apiKeyCacheMs: integer(env, 'API_KEY_CACHE_MS', 2000),
     queryCacheMaxBytes: integer(env, 'QUERY_CACHE_MAX_MB', 64) * 1024 * 1024,
+    hnswExpansionSearch: optional(env, 'EMBEDDED_HNSW_EXPANSION_SEARCH') === undefined ? undefined : integer(env, 'EMBEDDED_HNSW_EXPANSION_SEARCH', 0, 1),
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 30_000, 1),
     providerMaxRetries: integer(env, 'PROVIDER_MAX_RETRIES', 4),
     providerConcurrency: integer(env, 'PROVIDER_CONCURRENCY', 8, 1),

@@ -127,6 +127,8 @@ export interface VectorStore {
   count(collectionId: string): Promise<number>;
   /** What an operator wants to know of one collection's vectors (GET /v1/admin/vector-storage). */
   describe(collectionId: string): Promise<VectorStorageDetails>;
+  /** The store's search settings, shown by GET /v1/admin/vector-storage. */
+  readonly settings?: Record<string, number | string>;
   close(): Promise<void>;
 }
 

@@ -20,6 +20,6 @@ export const adminVectorStorageRoutes: FastifyPluginAsyncTypebox<{ services: App
     for (const collection of collections) {
       data.push({ collection: collection.name, collection_id: collection.id, dimension: collection.dimension, ...await store.describe(collection.id) });
     }
-    return { store: store.name, ...page(data, total, request.query) };
+    return { store: store.name, ...(store.settings ? { settings: store.settings } : {}), ...page(data, total, request.query) };
   });
 };

@@ -9,8 +9,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
-import { bearer, buildTestApp, createApiKey, createScratchDatabase, multipartUpload, setupAdmin, testBackends, waitForIngestion, type TestApp } from '../support/test-app.js';
+import { adminTestApp, bearer, buildTestApp, createApiKey, createScratchDatabase, multipartUpload, setupAdmin, testBackends, waitForIngestion, type TestApp } from '../support/test-app.js';
 import { assertError } from '../support/assertions.js';
 
 const TEXTS = [
@@ -50,7 +51,7 @@ for (const backend of testBackends()) {
     const overview = async () => {
       const response = await app.inject({ method: 'GET', url: '/v1/admin/vector-storage', headers: admin });
       t.equal(response.statusCode, 200, response.body);
-      return response.json() as { store: string; data: StorageEntry[]; total: number; limit: number; offset: number };
+      return response.json() as { store: string; settings: Record<string, unknown>; data: StorageEntry[]; total: number; limit: number; offset: number };
     };
     const search = async () => {
       const response = await app.inject({ method: 'POST', url: '/v1/collections/harbour/query', headers: admin, payload: { query: 'tide harbour water', search_mode: 'semantic', skip_cache: true } });
@@ -68,6 +69,9 @@ for (const backend of testBackends()) {
 
     const first = await overview();
     t.equal(first.store, backend === 'postgresql' ? 'pgvector' : 'embedded');
+    t.same(first.settings, backend === 'postgresql'
+      ? { ef_search: 100, iterative_scan: 'relaxed_order' }
+      : { connectivity: 16, expansion_add: 64, expansion_search: 128, graph_quantization: 'f16', exact_search_below: 5000 }, 'the store shows its search settings');
     t.same(first.data.map((entry) => [entry.collection, entry.vectors]), [['empty-one', 0], ['harbour', 3]], 'every collection with its vector count, by name');
     t.equal(first.total, 2);
     const paged = await app.inject({ method: 'GET', url: '/v1/admin/vector-storage?limit=1&offset=1', headers: admin });
@@ -114,3 +118,14 @@ for (const backend of testBackends()) {
     t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
   });
 }
+
+t.test('EMBEDDED_HNSW_EXPANSION_SEARCH sets the embedded store\'s search breadth; a bad value stops the start', async (t) => {
+  t.equal(loadConfig({ EMBEDDED_HNSW_EXPANSION_SEARCH: '200' }).hnswExpansionSearch, 200);
+  t.equal(loadConfig({}).hnswExpansionSearch, undefined, 'unset: the store keeps its default');
+  t.throws(() => loadConfig({ EMBEDDED_HNSW_EXPANSION_SEARCH: '0' }), /EMBEDDED_HNSW_EXPANSION_SEARCH must be an integer >= 1/);
+  t.throws(() => loadConfig({ EMBEDDED_HNSW_EXPANSION_SEARCH: 'wide' }), /EMBEDDED_HNSW_EXPANSION_SEARCH/);
+  const { app, admin } = await adminTestApp(t, 'pglite', { hnswExpansionSearch: 200 });
+  const response = await app.inject({ method: 'GET', url: '/v1/admin/vector-storage', headers: admin });
+  t.equal(response.statusCode, 200, response.body);
+  t.equal(response.json().settings.expansion_search, 200);
+});

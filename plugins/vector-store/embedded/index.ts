@@ -59,6 +59,13 @@ export class EmbeddedVectorStore implements VectorStore {
     this.snapshots = options.snapshotDirectory ? new GraphSnapshots(options.snapshotDirectory) : null;
   }
 
+  get settings(): Record<string, number | string> {
+    return {
+      connectivity: this.ann.connectivity, expansion_add: this.ann.expansionAdd, expansion_search: this.ann.expansionSearch,
+      graph_quantization: this.ann.quantization, exact_search_below: this.thresholds.exactSearchBelow,
+    };
+  }
+
   async ensureCollection(collectionId: string, dimension: number): Promise<void> {
     await this.loadedCollection(collectionId, dimension);
   }

@@ -5,6 +5,7 @@
  * Default on PostgreSQL; on PGlite it works but inserts ~130 rows/s (HNSW maintenance in WASM
  * costs ~7 ms a row, /work/shared/STACK.md), which is why PGlite defaults to `embedded`.
  */
+import { vectorSearchSessionSettings } from '../../../src/db/database.js';
 import { ConflictError, ServiceUnavailableError, UnprocessableError } from '../../../src/errors.js';
 import type { PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorStorageDetails, VectorSearchRequest, VectorStore } from '../../../src/plugins.js';
 import { filterToSql } from '../../../src/search/filters/filter-to-sql.js';
@@ -49,6 +50,10 @@ function vectorLiteral(embedding: Float32Array): string {
 
 export class PgvectorStore implements VectorStore {
   readonly name = 'pgvector';
+  /** Set on every connection the service opens (src/db/database.ts). */
+  readonly settings = {
+    ef_search: Number(vectorSearchSessionSettings['hnsw.ef_search']), iterative_scan: vectorSearchSessionSettings['hnsw.iterative_scan'],
+  };
   /** Filled by ensureCollection; search falls back to the query's length (same index expression). */
   private readonly dimensions = new Map<string, number>();
   /** Index creations in flight: two concurrent `create index if not exists` race on PostgreSQL. */
