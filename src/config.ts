@@ -53,9 +53,10 @@ export interface S3StoreConfig {
 
 export class ConfigError extends Error {}
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+/** The integer in `env[name]`, undefined when unset or empty. */
+function optionalInteger(env: NodeJS.ProcessEnv, name: string, min = 0): number | undefined {
   const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
+  if (raw === undefined || raw === '') return undefined;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min) {
     throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
@@ -63,9 +64,18 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0
   return value;
 }
 
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  return optionalInteger(env, name, min) ?? fallback;
+}
+
 function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const value = env[name];
   return value === undefined || value === '' ? undefined : value;
+}
+
+/** The options the configured vector-store plugin is created with (undefined ones keep its defaults). */
+export function vectorStoreOptions(config: Config): Record<string, unknown> {
+  return { expansionSearch: config.hnswExpansionSearch };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -100,7 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 2),
     apiKeyCacheMs: integer(env, 'API_KEY_CACHE_MS', 2000),
     queryCacheMaxBytes: integer(env, 'QUERY_CACHE_MAX_MB', 64) * 1024 * 1024,
-    hnswExpansionSearch: optional(env, 'EMBEDDED_HNSW_EXPANSION_SEARCH') === undefined ? undefined : integer(env, 'EMBEDDED_HNSW_EXPANSION_SEARCH', 0, 1),
+    hnswExpansionSearch: optionalInteger(env, 'EMBEDDED_HNSW_EXPANSION_SEARCH', 1),
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 30_000, 1),
     providerMaxRetries: integer(env, 'PROVIDER_MAX_RETRIES', 4),
     providerConcurrency: integer(env, 'PROVIDER_CONCURRENCY', 8, 1),

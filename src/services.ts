@@ -6,7 +6,7 @@ import { ApiKeyUsageTracker } from './auth/api-key-usage-tracker.js';
 import { ApiKeyService } from './auth/api-keys.service.js';
 import { CollectionDirectory } from './collections/collection-directory.js';
 import type { CollectionDependencies } from './collections/collections.service.js';
-import type { Config } from './config.js';
+import { vectorStoreOptions, type Config } from './config.js';
 import { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/database.js';
 import { Collection, type CollectionRecord } from './db/entities/index.js';
@@ -86,7 +86,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const files = createFileStore(config, options.filesDir);
   if (config.vectorStore === 'weaviate') throw new Error('VECTOR_STORE=weaviate is not available in this version');
   const indexes: SearchIndexes = {
-    vectorStore: plugins.create('vector-store', config.vectorStore, config.hnswExpansionSearch === undefined ? {} : { expansionSearch: config.hnswExpansionSearch }, { sql, stateDirectory: path.join(config.dataDir, 'vector-store') }),
+    vectorStore: plugins.create('vector-store', config.vectorStore, vectorStoreOptions(config), { sql, stateDirectory: path.join(config.dataDir, 'vector-store') }),
     keywordIndex: config.keywordIndex === 'memory' ? createMemoryKeywordIndex(sql) : createSqlKeywordIndex(sql),
   };
   const remoteCalls = { timeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries, concurrency: config.providerConcurrency };

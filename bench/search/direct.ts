@@ -11,7 +11,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
 import pg from 'pg';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, vectorStoreOptions, type Config } from '../../src/config.js';
 import { SecretBox } from '../../src/crypto/secret-box.js';
 import type { CollectionRecord } from '../../src/db/entities/index.js';
 import { arrayToLiteral } from '../../src/db/sql-runner.js';
@@ -45,7 +45,7 @@ export function serviceConfig(databaseUrl: string | undefined): Config {
  */
 export function serviceIndexes(config: Config, sql: SqlRunner, stateDirectory?: string): SearchIndexes {
   return {
-    vectorStore: new PluginRegistry().create('vector-store', config.vectorStore, {}, { sql, stateDirectory }),
+    vectorStore: new PluginRegistry().create('vector-store', config.vectorStore, vectorStoreOptions(config), { sql, stateDirectory }),
     keywordIndex: config.keywordIndex === 'memory' ? createMemoryKeywordIndex(sql) : createSqlKeywordIndex(sql),
   };
 }

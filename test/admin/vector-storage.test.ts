@@ -39,9 +39,9 @@ for (const backend of testBackends()) {
       await scratch?.drop();
       await rm(dataDir, { recursive: true, force: true });
     });
-    const restart = async () => {
+    const restart = async (overrides: Parameters<typeof buildTestApp>[1] = {}) => {
       await current?.close();
-      current = await buildTestApp(backend, {}, { dataDir, database });
+      current = await buildTestApp(backend, overrides, { dataDir, database });
       return current;
     };
 
@@ -91,10 +91,12 @@ for (const backend of testBackends()) {
     const before = await search();
     t.equal(before.length, 3);
 
-    // A graceful restart: the graph saved at shutdown is loaded, not rebuilt.
-    app = (await restart()).app;
+    // A graceful restart, with another search breadth (it does not shape the graph): the graph saved
+    // at shutdown is loaded, not rebuilt, and searches with the new breadth.
+    app = (await restart({ hnswExpansionSearch: 200 })).app;
     const restarted = await overview();
     t.same(restarted.data.find((entry) => entry.collection === 'harbour')!.memory_index, { loaded: false }, 'nothing loads before first use');
+    t.equal(restarted.settings.expansion_search, 200);
     t.same(await search(), before, 'the same answers after a restart');
     t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'snapshot');
     const harbourId = first.data[1]!.collection_id;

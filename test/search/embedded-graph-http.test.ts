@@ -6,8 +6,10 @@
  */
 import t from 'tap';
 import { localEmbeddingPlugin } from '../../plugins/embedding/local/index.js';
+import type { GraphThread } from '../../plugins/vector-store/embedded/graph-thread.js';
 import type { EmbeddedVectorStore } from '../../plugins/vector-store/embedded/index.js';
 import { defaultSearchThresholds } from '../../plugins/vector-store/embedded/filtered-search.js';
+import { killGraphThread } from '../support/graph-thread-control.js';
 import { adminTestApp, createTestCollection } from '../support/test-app.js';
 
 const DIMENSION = 8;
@@ -61,13 +63,13 @@ t.test('semantic queries above the exact-search threshold, with the graph thread
   };
 
   const store = services.indexes.vectorStore as EmbeddedVectorStore;
-  const graphs = (store as unknown as { graphs: { send(request: { op: string }): Promise<unknown>; requests: { worker: { terminate(): Promise<number> } } } }).graphs;
+  const graphs = (store as unknown as { graphs: GraphThread }).graphs;
   let graphSearches = 0;
   const send = graphs.send.bind(graphs);
-  graphs.send = (request) => {
+  graphs.send = ((request: { op: string }, transfer?: ArrayBuffer[]) => {
     if (request.op === 'search') graphSearches += 1;
-    return send(request);
-  };
+    return send(request as never, transfer);
+  }) as typeof graphs.send;
 
   let found = 0;
   for (const query of QUERIES) {
@@ -81,7 +83,7 @@ t.test('semantic queries above the exact-search threshold, with the graph thread
   t.ok(found / (QUERIES.length * 10) >= 0.9, `recall@10 from the graph: ${found / (QUERIES.length * 10)}`);
 
   // The thread dies (as on a crash in usearch) while the service keeps running.
-  await graphs.requests.worker.terminate();
+  await killGraphThread(graphs);
   const lateVector = await queryVectorOf(QUERIES[0]!);
   await upsert([{ id: 'late', embedding: lateVector, text: QUERIES[0]! }]);
   embeddings.set('late', lateVector);

@@ -2,6 +2,7 @@ import t from 'tap';
 import { CollectionVectors } from '../../plugins/vector-store/embedded/collection-vectors.js';
 import { defaultSearchThresholds, searchCollectionVectors } from '../../plugins/vector-store/embedded/filtered-search.js';
 import { GraphThread } from '../../plugins/vector-store/embedded/graph-thread.js';
+import { killGraphThread } from '../support/graph-thread-control.js';
 
 const dimension = 8;
 /** Above exactSearchBelow, so unrestricted searches go to the graph. */
@@ -19,11 +20,6 @@ async function filledCollection(graphs: GraphThread): Promise<CollectionVectors>
     })));
   }
   return vectors;
-}
-
-/** The thread dies (as on a crash in usearch), without the store closing it. */
-async function killThread(graphs: GraphThread): Promise<void> {
-  await (graphs as unknown as { requests: { worker: { terminate(): Promise<number> } } }).requests.worker.terminate();
 }
 
 const query = { unitQuery: rowVector(42).map((value, _, row) => value / Math.hypot(...row)), topK: 5, tenant: null, filter: null };
@@ -49,19 +45,26 @@ t.test('a graph thread that is gone costs speed, not answers: searches scan exac
   t.ok(vectors.graphUsable, 'usable while its thread runs');
   await graphs.close();
   vectors.upsert([{ key: rowCount, embedding: rowVector(42), metadata: {}, tenant: null }]);
-  await vectors.graphCurrent();
+  // Refused, as every request after close(): no new thread is started for it.
+  await t.rejects(vectors.graphCurrent(), /closed/);
   t.notOk(vectors.graphUsable, 'the write after the thread went failed, and that is remembered');
   const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
   t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answers');
   t.same(hits.slice(0, 2).map((hit) => hit.key).sort((a, b) => a - b), [42, rowCount], 'the row written after the thread went is found too');
 });
 
-t.test('a graph thread that died is replaced: collections made afterwards get a working graph', async (t) => {
+/** A full collection whose graph is complete, and then its thread dies. */
+async function collectionOfDeadThread(t: { teardown(fn: () => Promise<void>): void }) {
   const graphs = new GraphThread();
   t.teardown(() => graphs.close());
-  const before = await filledCollection(graphs);
-  await before.graphCurrent();
-  await killThread(graphs);
+  const vectors = await filledCollection(graphs);
+  await vectors.graphCurrent();
+  await killGraphThread(graphs);
+  return { graphs, vectors };
+}
+
+t.test('a graph thread that died is replaced: collections made afterwards get a working graph', async (t) => {
+  const { graphs, vectors: before } = await collectionOfDeadThread(t);
   before.upsert([{ key: rowCount, embedding: rowVector(7), metadata: {}, tenant: null }]);
   await before.graphCurrent().catch(() => undefined);
   t.notOk(before.graphUsable, 'the collection whose graph died scans exactly');
@@ -73,13 +76,17 @@ t.test('a graph thread that died is replaced: collections made afterwards get a 
 });
 
 t.test('a search sent to a graph whose thread just died answers exactly, and the graph is not asked again', async (t) => {
-  const graphs = new GraphThread();
-  t.teardown(() => graphs.close());
-  const vectors = await filledCollection(graphs);
-  await vectors.graphCurrent();
-  await killThread(graphs);
+  const { graphs, vectors } = await collectionOfDeadThread(t);
   t.ok(vectors.graphUsable, 'no write has failed yet');
+  const searches: string[] = [];
+  const send = graphs.send.bind(graphs);
+  graphs.send = ((request: { op: string }, transfer?: ArrayBuffer[]) => {
+    searches.push(request.op);
+    return send(request as never, transfer);
+  }) as typeof graphs.send;
   const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
   t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answers, not an error');
   t.notOk(vectors.graphUsable, 'the failed search is remembered');
+  t.same(await searchCollectionVectors(vectors, query, defaultSearchThresholds), hits);
+  t.same(searches, ['search'], 'the graph was asked once, not again');
 });

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { loadConfig } from '../../src/config.js';
 import { estimatedBytes, QueryCache } from '../../src/search/query-cache.js';
 import { adminTestApp, createTestCollection } from '../support/test-app.js';
 
@@ -23,6 +24,12 @@ t.test('the cache is bounded by estimated bytes as well as entries, oldest use f
   t.same(cache.usage, { entries: 3, bytes: 12 }, 'at most maxEntries answers');
   cache.set('expired', sized(1), 0);
   t.notOk(cache.get('expired'), 'a TTL of 0 keeps nothing');
+});
+
+t.test('QUERY_CACHE_MAX_MB: megabytes, 64 by default', async (t) => {
+  t.equal(loadConfig({}).queryCacheMaxBytes, 64 * 1024 * 1024);
+  t.equal(loadConfig({ QUERY_CACHE_MAX_MB: '8' }).queryCacheMaxBytes, 8 * 1024 * 1024);
+  t.throws(() => loadConfig({ QUERY_CACHE_MAX_MB: 'lots' }), /QUERY_CACHE_MAX_MB must be an integer/);
 });
 
 t.test('estimatedBytes grows with text and structure', async (t) => {

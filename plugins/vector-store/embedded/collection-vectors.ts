@@ -64,9 +64,12 @@ export class CollectionVectors {
 
   /** Graph writes are not waited for; a failure is remembered instead. */
   private watch(request: Promise<unknown>): void {
-    request.catch((error: unknown) => {
-      this.graphFailure ??= error instanceof Error ? error : new Error(String(error));
-    });
+    request.catch((error: unknown) => this.markGraphFailed(error));
+  }
+
+  /** From now on searches scan exactly, until the next start rebuilds the graph. */
+  private markGraphFailed(error: unknown): void {
+    this.graphFailure ??= error instanceof Error ? error : new Error(String(error));
   }
 
   /** Whether approximate search can be trusted to reach every row. */
@@ -227,7 +230,7 @@ export class CollectionVectors {
     try {
       return await this.graphs.send<number[]>({ op: 'search', graph: this.graph, query: unitQuery, count: Math.min(count, this.size) });
     } catch (error) {
-      this.graphFailure ??= error instanceof Error ? error : new Error(String(error));
+      this.markGraphFailed(error);
       return null;
     }
   }

@@ -25,8 +25,16 @@ interface SnapshotManifest {
   graphSha256: string;
 }
 
+/**
+ * The settings that shape a saved graph. expansion_search only steers searches: a loaded graph
+ * searches with the index's own (measured), so changing it must not cost a rebuild.
+ */
+function graphShape({ connectivity, expansionAdd, quantization }: AnnSettings): string {
+  return JSON.stringify({ connectivity, expansionAdd, quantization });
+}
+
 export interface TakenSnapshot {
-  /** Whether the snapshot was made from exactly these rows with these settings, and its graph file is intact. */
+  /** Whether the snapshot was made from exactly these rows with graph settings like these, and its graph file is intact. */
   matches(vectors: CollectionVectors, ann: AnnSettings): Promise<boolean>;
   graphFile: string;
   /** Deletes the graph file; call once the graph is loaded (or not used). */
@@ -74,7 +82,7 @@ export class GraphSnapshots {
       matches: async (vectors, ann) => manifest.format === 1
         && manifest.dimension === vectors.dimension
         && manifest.count === vectors.size
-        && JSON.stringify(manifest.ann) === JSON.stringify(ann)
+        && graphShape(manifest.ann) === graphShape(ann)
         && manifest.fingerprint === vectors.fingerprint()
         && manifest.graphSha256 === await sha256Of(files.graph).catch(() => null),
       discard: () => rm(files.graph, { force: true }),

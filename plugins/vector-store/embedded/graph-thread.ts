@@ -26,6 +26,7 @@ export type GraphRequest = Request & { id: number };
 export class GraphThread {
   private requests: ThreadRequests | undefined;
   private nextGraph = 1;
+  private closed = false;
 
   /**
    * The running thread, started again after one died: the graphs it held are gone (their
@@ -39,7 +40,9 @@ export class GraphThread {
     return this.requests;
   }
 
+  /** After close() a request is refused rather than starting a thread nobody will stop. */
   send<T = null>(request: Request, transfer: Array<ArrayBuffer> = []): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('the vector graph thread is closed'));
     return this.thread().request<T>(request, transfer);
   }
 
@@ -50,6 +53,7 @@ export class GraphThread {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.requests?.terminate('the vector graph thread is closed');
     this.requests = undefined;
   }

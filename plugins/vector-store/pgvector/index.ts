@@ -21,7 +21,7 @@ const maxIndexedDimension = 2_000;
  * starts with ef_search 100 and iterative scans (src/db/database.ts vectorSearchSessionSettings),
  * so a search up to 100 results is a single statement.
  */
-const minimumEfSearch = 100;
+const minimumEfSearch = Number(vectorSearchSessionSettings['hnsw.ef_search']);
 const maximumEfSearch = 1_000;
 /**
  * Rows per insert statement. On PGlite every row costs ~7 ms of index maintenance, so 100 rows
@@ -50,10 +50,8 @@ function vectorLiteral(embedding: Float32Array): string {
 
 export class PgvectorStore implements VectorStore {
   readonly name = 'pgvector';
-  /** Set on every connection the service opens (src/db/database.ts). */
-  readonly settings = {
-    ef_search: Number(vectorSearchSessionSettings['hnsw.ef_search']), iterative_scan: vectorSearchSessionSettings['hnsw.iterative_scan'],
-  };
+  /** Set on every connection the service opens (src/db/database.ts); a search for more results raises ef_search to top_k. */
+  readonly settings = { ef_search: minimumEfSearch, iterative_scan: vectorSearchSessionSettings['hnsw.iterative_scan'] };
   /** Filled by ensureCollection; search falls back to the query's length (same index expression). */
   private readonly dimensions = new Map<string, number>();
   /** Index creations in flight: two concurrent `create index if not exists` race on PostgreSQL. */
