@@ -4,7 +4,7 @@
  * the snapshot, or an unreadable graph file, makes the store rebuild from the table, and queries
  * answer from what the table holds.
  */
-import { readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +12,9 @@ import t from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { adminTestApp, bearer, buildTestApp, createApiKey, createScratchDatabase, multipartUpload, setupAdmin, testBackends, waitForIngestion, type TestApp } from '../support/test-app.js';
+import type { GraphThread } from '../../plugins/vector-store/embedded/graph-thread.js';
 import { assertError } from '../support/assertions.js';
+import { killGraphThread } from '../support/graph-thread-control.js';
 
 const TEXTS = [
   'Tide tables predict the harbour water level for every hour of the day.',
@@ -117,6 +119,26 @@ for (const backend of testBackends()) {
     t.same(snapshotFiles().sort(), [`${harbourId}.json`, `${harbourId}.usearch`], 'a graph was saved at the last shutdown');
     writeFileSync(path.join(dataDir, 'vector-store', `${harbourId}.usearch`), 'not a usearch graph');
     t.same(await search(), afterDelete, 'the same answers from a rebuilt graph');
+    t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
+
+    // The graph thread dies, then a document is added: its vector is in the table but not in the
+    // graph, so that graph is not saved at shutdown and the next start rebuilds from the table.
+    await killGraphThread((current!.services.indexes.vectorStore as unknown as { graphs: GraphThread }).graphs);
+    const late = multipartUpload([{ filename: 'late.txt', content: 'Harbour water level and tide at the pier, written late.', contentType: 'text/plain' }]);
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections/harbour/documents', headers: { ...admin, ...late.headers }, payload: late.payload })).statusCode, 202);
+    await waitForIngestion(app, 'harbour', admin);
+    t.equal((await search()).length, 3, 'the late vector is searchable while the service runs');
+    app = (await restart()).app;
+    t.same(snapshotFiles(), [], 'no graph saved for a collection whose graph missed a write');
+    t.equal((await search()).length, 3);
+    t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
+
+    // Saving a graph fails (its file cannot be written): the stop still completes, nothing half-saved
+    // is left to load, and the next start rebuilds.
+    mkdirSync(path.join(dataDir, 'vector-store', `${harbourId}.usearch.partial`));
+    app = (await restart()).app;
+    t.same(snapshotFiles(), [`${harbourId}.usearch.partial`], 'no manifest and no graph file');
+    t.equal((await search()).length, 3);
     t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
   });
 }

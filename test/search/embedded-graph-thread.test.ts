@@ -75,14 +75,33 @@ t.test('a graph thread that died is replaced: collections made afterwards get a 
   t.equal(hits[0]!.key, 42);
 });
 
-t.test('a search sent to a graph whose thread just died answers exactly, and the graph is not asked again', async (t) => {
+t.test('a graph is known lost as soon as its thread died: searches scan exactly without asking it', async (t) => {
   const { graphs, vectors } = await collectionOfDeadThread(t);
-  t.ok(vectors.graphUsable, 'no write has failed yet');
+  t.notOk(vectors.graphUsable, 'lost before any write or search failed');
+  const requests: string[] = [];
+  const send = graphs.send.bind(graphs);
+  graphs.send = ((request: { op: string }, transfer?: ArrayBuffer[]) => {
+    requests.push(request.op);
+    return send(request as never, transfer);
+  }) as typeof graphs.send;
+  const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
+  t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answers, not an error');
+  t.same(requests, [], 'the graph thread was not asked');
+  await t.rejects(vectors.saveGraph('/nonexistent/graph.usearch'), /lost with the thread/, 'a request about the lost graph is refused, not sent to the new thread');
+});
+
+t.test('a graph search that fails answers exactly, and the graph is not asked again', async (t) => {
+  const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
+  const vectors = await filledCollection(graphs);
+  await vectors.graphCurrent();
+  t.ok(vectors.graphUsable);
   const searches: string[] = [];
   const send = graphs.send.bind(graphs);
   graphs.send = ((request: { op: string }, transfer?: ArrayBuffer[]) => {
+    if (request.op !== 'search') return send(request as never, transfer);
     searches.push(request.op);
-    return send(request as never, transfer);
+    return Promise.reject(new Error('usearch failed'));
   }) as typeof graphs.send;
   const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
   t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answers, not an error');

@@ -74,7 +74,7 @@ export class CollectionVectors {
 
   /** Whether approximate search can be trusted to reach every row. */
   get graphUsable(): boolean {
-    return this.graphFailure === undefined;
+    return this.graphFailure === undefined && this.graphs.holds(this.graph);
   }
 
   get size(): number {

@@ -25,6 +25,8 @@ export type GraphRequest = Request & { id: number };
 
 export class GraphThread {
   private requests: ThreadRequests | undefined;
+  /** The thread each graph was created on: a graph dies with its thread. */
+  private readonly threadOfGraph = new Map<number, ThreadRequests>();
   private nextGraph = 1;
   private closed = false;
 
@@ -40,21 +42,39 @@ export class GraphThread {
     return this.requests;
   }
 
-  /** After close() a request is refused rather than starting a thread nobody will stop. */
+  /**
+   * After close() a request is refused rather than starting a thread nobody will stop; so is a
+   * request about a graph whose thread died (a new thread does not hold it).
+   */
   send<T = null>(request: Request, transfer: Array<ArrayBuffer> = []): Promise<T> {
     if (this.closed) return Promise.reject(new Error('the vector graph thread is closed'));
+    if ('graph' in request && request.op !== 'create') {
+      const holder = this.threadOfGraph.get(request.graph);
+      if (request.op === 'drop') this.threadOfGraph.delete(request.graph);
+      if (!holder || holder.stopped) return Promise.reject(new Error(`graph ${request.graph} was lost with the thread that held it`));
+      return holder.request<T>(request, transfer);
+    }
     return this.thread().request<T>(request, transfer);
   }
 
   /** A new empty graph; its id names it in later requests. */
   create(dimension: number, ann: AnnSettings): { id: number; created: Promise<null> } {
     const id = this.nextGraph++;
-    return { id, created: this.send({ op: 'create', graph: id, dimension, ann }) };
+    const created = this.send<null>({ op: 'create', graph: id, dimension, ann });
+    if (this.requests) this.threadOfGraph.set(id, this.requests);
+    return { id, created };
+  }
+
+  /** Whether the graph is held by the running thread (false once that thread died). */
+  holds(graph: number): boolean {
+    const holder = this.threadOfGraph.get(graph);
+    return holder !== undefined && !holder.stopped;
   }
 
   async close(): Promise<void> {
     this.closed = true;
     await this.requests?.terminate('the vector graph thread is closed');
     this.requests = undefined;
+    this.threadOfGraph.clear();
   }
 }

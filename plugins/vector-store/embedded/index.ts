@@ -12,7 +12,7 @@
  * HNSW graph and ~0.3 kB of its links: ~2.6 kB, ~260 MB per million vectors.
  */
 import { ConflictError, ServiceUnavailableError, UnprocessableError } from '../../../src/errors.js';
-import type { PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorSearchRequest, VectorStorageDetails, VectorStore } from '../../../src/plugins.js';
+import type { PluginDefinition, PluginLogger, SqlRunner, VectorHit, VectorRecord, VectorSearchRequest, VectorStorageDetails, VectorStore } from '../../../src/plugins.js';
 import { CollectionVectors, defaultAnnSettings, type AnnSettings, type StoredVector } from './collection-vectors.js';
 import { defaultSearchThresholds, searchCollectionVectors, type SearchThresholds } from './filtered-search.js';
 import { GraphSnapshots } from './graph-snapshots.js';
@@ -25,6 +25,7 @@ export interface EmbeddedVectorStoreOptions {
   thresholds?: Partial<SearchThresholds>;
   /** Where graphs are saved on close and loaded at the next start; none: always rebuilt. */
   snapshotDirectory?: string | undefined;
+  logger?: PluginLogger | undefined;
 }
 
 /**
@@ -51,12 +52,14 @@ export class EmbeddedVectorStore implements VectorStore {
   /** Writes run one after another per collection, so memory applies them in the database's order. */
   private readonly writeQueues = new Map<string, Promise<unknown>>();
   private closed = false;
+  private readonly logger: PluginLogger | undefined;
 
   constructor(sql: SqlRunner, options: EmbeddedVectorStoreOptions = {}) {
     this.table = new EmbeddedVectorTable(sql);
     this.ann = { ...defaultAnnSettings, ...options.ann };
     this.thresholds = { ...defaultSearchThresholds, ...options.thresholds };
     this.snapshots = options.snapshotDirectory ? new GraphSnapshots(options.snapshotDirectory) : null;
+    this.logger = options.logger;
   }
 
   get settings(): Record<string, number | string> {
@@ -144,7 +147,16 @@ export class EmbeddedVectorStore implements VectorStore {
       for (const [collectionId, loading] of this.collections) {
         const vectors = await loading.catch(() => null);
         // A graph that missed a write must not be loaded at the next start as if it were whole.
-        if (vectors?.graphUsable) await this.snapshots.save(collectionId, vectors, this.ann);
+        if (!vectors?.graphUsable) continue;
+        try {
+          // Every graph request sent so far answered: a write that failed is known before saving.
+          await vectors.graphCurrent();
+          if (vectors.graphUsable) await this.snapshots.save(collectionId, vectors, this.ann);
+        } catch (error) {
+          // The other graphs are still saved; this one is rebuilt from the table at the next start.
+          await this.snapshots.remove(collectionId).catch(() => undefined);
+          this.logger?.warn({ err: error, collectionId }, 'could not save the vector graph; the next start rebuilds it');
+        }
       }
     }
     this.collections.clear();
@@ -290,6 +302,6 @@ export const embeddedVectorStorePlugin: PluginDefinition<'vector-store'> = {
   description: 'In-process usearch HNSW index per collection, vectors persisted in the service database; exact filtering',
   create(config, deps) {
     if (!deps.sql) throw new ServiceUnavailableError('the embedded vector store needs the service database (deps.sql)');
-    return new EmbeddedVectorStore(deps.sql, { ...optionsFromConfig(config), snapshotDirectory: deps.stateDirectory });
+    return new EmbeddedVectorStore(deps.sql, { ...optionsFromConfig(config), snapshotDirectory: deps.stateDirectory, logger: deps.logger });
   },
 };
