@@ -49,6 +49,24 @@ for (const backend of testBackends()) {
       t.ok(Date.parse(usedAgain.last_used_at) > Date.parse(used.last_used_at), 'each use moves it forward');
     });
 
+    t.test('uses of several keys written together each land on their own key', async (t) => {
+      const keys = [];
+      for (const name of ['first app', 'second app', 'third app']) keys.push(await createApiKey(app, cookie, { name }));
+      const unused = await createApiKey(app, cookie, { name: 'unused app' });
+      const usedAt: Date[] = [];
+      for (const key of keys) {
+        await sleep(5);
+        t.equal((await whoami(key.key)).statusCode, 200);
+        usedAt.push(new Date());
+      }
+      // One listing flushes the uses of all three, made within the same second, as one write.
+      const listed = (await app.inject({ url: '/v1/admin/api-keys?limit=100', headers: { cookie } })).json() as { data: Array<{ id: string; last_used_at: string | null }> };
+      const lastUse = new Map(listed.data.map((item) => [item.id, item.last_used_at]));
+      const stamps = keys.map((key) => Date.parse(lastUse.get(key.id)!));
+      t.ok(stamps.every((stamp, index) => stamp <= usedAt[index]!.getTime() && (index === 0 || stamp > stamps[index - 1]!)), 'each key has the time of its own use');
+      t.equal(lastUse.get(unused.id), null, 'a key that was not used stays unused');
+    });
+
     t.test('expired, inactive, rotated-away and deleted keys are 401', async (t) => {
       const expired = await createApiKey(app, cookie, { name: 'expired', expires_at: new Date(Date.now() - 1000).toISOString() });
       t.equal((await whoami(expired.key)).statusCode, 401, 'already expired');

@@ -46,6 +46,22 @@ t.test('query events that could not be written are written with the next batch',
   t.same(rows.map((row) => row.query), ['first', 'second']);
 });
 
+t.test('while the database refuses query events, only the newest 10,000 are kept', async (t) => {
+  const { app, services, cookie } = await adminTestApp(t, 'pglite');
+  const { id } = await createTestCollection(app, { cookie }, { name: 'bounded-events' });
+  const recorder = new QueryEventRecorder(failingOnce(services.sql, 'insert into query_events'), () => undefined);
+  for (let index = 0; index < 10_005; index++) {
+    recorder.record({ collectionId: id, query: `q${index}`, searchMode: 'keyword', resultCount: 0, latencyMs: 1, cached: false, at: new Date() });
+  }
+  await t.rejects(recorder.flush(), /database away/);
+  await recorder.stop();
+  const [counted] = await services.sql<{ events: number | string; oldest: string }>(
+    `select count(*) as events, min((substr(query, 2))::int) as oldest from query_events where collection_id = ?`, [id],
+  );
+  t.equal(Number(counted!.events), 10_000);
+  t.equal(Number(counted!.oldest), 5, 'the five oldest were dropped');
+});
+
 t.test('API-key uses that could not be written are written with the next batch', async (t) => {
   const { app, services, cookie } = await adminTestApp(t, 'pglite');
   const created = (await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'tracked' } })).json() as { id: string };
