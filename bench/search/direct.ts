@@ -155,10 +155,26 @@ export interface DirectRun {
   resultIds: string[][];
 }
 
-export async function runDirect(runtime: QueryRuntime, collection: CollectionRecord, queries: string[], mode: 'semantic' | 'keyword' | 'hybrid', count: number, warmup: number): Promise<DirectRun> {
+const idleCell = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Blocks this thread for `milliseconds` without spinning, so its CPU can go idle as the service's
+ * does while it waits for the next request.
+ */
+function idleFor(milliseconds: number): void {
+  Atomics.wait(idleCell, 0, 0, milliseconds);
+}
+
+/**
+ * Runs `count` queries one after another (after `warmup` untimed ones). With `idleMs`, the thread
+ * idles that long before each query: the pace at which the service's query code is called over
+ * HTTP, where the machine may put the CPU to sleep and caches cool between requests.
+ */
+export async function runDirect(runtime: QueryRuntime, collection: CollectionRecord, queries: string[], mode: 'semantic' | 'keyword' | 'hybrid', count: number, warmup: number, idleMs = 0): Promise<DirectRun> {
   const run: DirectRun = { latencies: [], timings: [], resultIds: [] };
   for (let index = -warmup; index < count; index++) {
     const query = queries[((index % queries.length) + queries.length) % queries.length]!;
+    if (idleMs > 0) idleFor(idleMs);
     const started = performance.now();
     const input = { query, search_mode: mode, top_k: 10, skip_cache: true } as unknown as Parameters<typeof queryCollection>[2];
     const response = await queryCollection(runtime, collection, input);
