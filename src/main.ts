@@ -3,6 +3,7 @@ import pino from 'pino';
 import { buildApp } from './app.js';
 import { loadConfig } from './config.js';
 import { openDatabase } from './db/database.js';
+import { stopGracefully } from './graceful-stop.js';
 import { createServices } from './services.js';
 
 /**
@@ -30,16 +31,7 @@ async function serve(): Promise<void> {
       process.exit(1);
     }, 25_000);
     forced.unref();
-    try {
-      await app.close();
-      await services.stop();
-      await db.close();
-      logger.info('stopped');
-      process.exit(0);
-    } catch (error) {
-      logger.error({ err: error }, 'shutdown failed');
-      process.exit(1);
-    }
+    process.exit(await stopGracefully({ http: app, services, database: db }, logger));
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -1,0 +1,50 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import t from 'tap';
+import { openDatabase } from '../../src/db/database.js';
+import { stopGracefully } from '../../src/graceful-stop.js';
+import { buildTestApp } from '../support/test-app.js';
+
+/** An app on a database of the test's own, with every log line collected. */
+async function stoppableApp(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+  const lines: Array<{ level: number; msg?: string }> = [];
+  const logStream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const database = await openDatabase({});
+  const testApp = await buildTestApp('pglite', {}, { database, logStream });
+  t.teardown(async () => {
+    await testApp.close().catch(() => undefined);
+    await database.close().catch(() => undefined);
+  });
+  return { ...testApp, database, lines, logger: pino({ level: 'trace' }, logStream) };
+}
+
+t.test('a stop where a service step fails still closes the database, logs the failure once and exits 1', async (t) => {
+  const { app, services, database, lines, logger } = await stoppableApp(t);
+  services.queryRuntime.events.stop = () => Promise.reject(new Error('query events could not be written'));
+  const exitCode = await stopGracefully({ http: app, services, database }, logger);
+  t.equal(exitCode, 1);
+  await t.rejects(services.sql('select 1'), 'the database was closed after the failed step');
+  t.same(lines.filter((line) => line.level >= 50).map((line) => line.msg), ['a shutdown step failed'], 'one error line, from the step that failed');
+  t.ok(lines.some((line) => line.msg === 'stopped after a failed shutdown step'));
+});
+
+t.test('a stop where the HTTP server fails to close still stops the services and the database', async (t) => {
+  const { services, database, lines, logger } = await stoppableApp(t);
+  const http = { close: () => Promise.reject(new Error('server close failed')) };
+  t.equal(await stopGracefully({ http, services, database }, logger), 1);
+  await t.rejects(services.indexes.vectorStore.count('00000000-0000-4000-8000-000000000002'), /closed/, 'the services stopped');
+  await t.rejects(services.sql('select 1'), 'the database was closed');
+  t.same(lines.filter((line) => line.level >= 50).map((line) => line.msg), ['a shutdown step failed']);
+});
+
+t.test('a clean stop exits 0', async (t) => {
+  const { app, services, database, lines, logger } = await stoppableApp(t);
+  t.equal(await stopGracefully({ http: app, services, database }, logger), 0);
+  t.same(lines.filter((line) => line.level >= 50), [], 'nothing logged as an error');
+  t.ok(lines.some((line) => line.msg === 'stopped'));
+});
