@@ -8,6 +8,7 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { Writable } from 'node:stream';
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
@@ -15,6 +16,7 @@ import { adminTestApp, bearer, buildTestApp, createApiKey, createScratchDatabase
 import type { GraphThread } from '../../plugins/vector-store/embedded/graph-thread.js';
 import { assertError } from '../support/assertions.js';
 import { killGraphThread } from '../support/graph-thread-control.js';
+import { logLines } from '../support/log-lines.js';
 
 const TEXTS = [
   'Tide tables predict the harbour water level for every hour of the day.',
@@ -41,9 +43,9 @@ for (const backend of testBackends()) {
       await scratch?.drop();
       await rm(dataDir, { recursive: true, force: true });
     });
-    const restart = async (overrides: Parameters<typeof buildTestApp>[1] = {}) => {
+    const restart = async (overrides: Parameters<typeof buildTestApp>[1] = {}, logStream?: Writable) => {
       await current?.close();
-      current = await buildTestApp(backend, overrides, { dataDir, database });
+      current = await buildTestApp(backend, overrides, { dataDir, database, logStream });
       return current;
     };
 
@@ -121,24 +123,38 @@ for (const backend of testBackends()) {
     t.same(await search(), afterDelete, 'the same answers from a rebuilt graph');
     t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
 
-    // The graph thread dies, then a document is added: its vector is in the table but not in the
-    // graph, so that graph is not saved at shutdown and the next start rebuilds from the table.
+    // The graph thread dies: its death is logged, searches still answer, the graph it held is not
+    // saved at the stop (it would load at the next start as if whole), and the next start rebuilds.
+    const dying = logLines();
+    app = (await restart({}, dying.stream)).app;
+    t.equal((await search()).length, afterDelete.length);
     await killGraphThread((current!.services.indexes.vectorStore as unknown as { graphs: GraphThread }).graphs);
-    const late = multipartUpload([{ filename: 'late.txt', content: 'Harbour water level and tide at the pier, written late.', contentType: 'text/plain' }]);
-    t.equal((await app.inject({ method: 'POST', url: '/v1/collections/harbour/documents', headers: { ...admin, ...late.headers }, payload: late.payload })).statusCode, 202);
-    await waitForIngestion(app, 'harbour', admin);
-    t.equal((await search()).length, 3, 'the late vector is searchable while the service runs');
+    t.equal((await search()).length, afterDelete.length, 'searches answer after the thread died');
+    t.ok(dying.lines.some((line) => line.level === 40 && /graph thread stopped/.test(line.msg ?? '')), 'the death is logged');
     app = (await restart()).app;
-    t.same(snapshotFiles(), [], 'no graph saved for a collection whose graph missed a write');
-    t.equal((await search()).length, 3);
+    t.same(snapshotFiles(), [], 'no graph saved for a collection whose graph thread died');
+    t.equal((await search()).length, afterDelete.length);
     t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
 
-    // Saving a graph fails (its file cannot be written): the stop still completes, nothing half-saved
-    // is left to load, and the next start rebuilds.
+    // Two collections loaded; saving one graph fails (its file cannot be written): the stop logs it
+    // and goes on, the other graph is saved, and nothing half-saved is left to load.
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'pier' } })).statusCode, 201);
+    const pierNote = multipartUpload([{ filename: 'pier.txt', content: 'The pier lights are checked before the ferry leaves.', contentType: 'text/plain' }]);
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections/pier/documents', headers: { ...admin, ...pierNote.headers }, payload: pierNote.payload })).statusCode, 202);
+    await waitForIngestion(app, 'pier', admin);
+    const searchPier = async () => (await app.inject({ method: 'POST', url: '/v1/collections/pier/query', headers: admin, payload: { query: 'pier lights', search_mode: 'semantic', skip_cache: true } })).json().results.length as number;
+    const saving = logLines();
+    app = (await restart({}, saving.stream)).app;
+    t.equal((await search()).length, afterDelete.length);
+    t.equal(await searchPier(), 1);
     mkdirSync(path.join(dataDir, 'vector-store', `${harbourId}.usearch.partial`));
     app = (await restart()).app;
-    t.same(snapshotFiles(), [`${harbourId}.usearch.partial`], 'no manifest and no graph file');
-    t.equal((await search()).length, 3);
+    t.ok(saving.lines.some((line) => line.level === 40 && /could not save the vector graph/.test(line.msg ?? '')), 'the failed save is logged');
+    t.same(snapshotFiles(), [`${harbourId}.usearch.partial`], 'no manifest and no graph file for the graph that failed');
+    t.equal(await searchPier(), 1);
+    const after = (await overview()).data;
+    t.equal(after.find((entry) => entry.collection === 'pier')!.memory_index!.source, 'snapshot', 'the other graph was saved and loaded');
+    t.equal((await search()).length, afterDelete.length);
     t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
   });
 }

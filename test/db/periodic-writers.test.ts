@@ -89,6 +89,40 @@ t.test('API-key uses that could not be written are written with the next batch',
   t.equal(new Date(rows[0]!.last_used_at).toISOString(), usedAt.toISOString());
 });
 
+t.test('the uses of several API keys are written in one statement, each key keeping its latest use', async (t) => {
+  const { app, services, cookie } = await adminTestApp(t, 'pglite');
+  const ids: string[] = [];
+  for (const name of ['first', 'second', 'third', 'unused']) {
+    ids.push(((await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name } })).json() as { id: string }).id);
+  }
+  const statements: string[] = [];
+  const fork = () => {
+    const connection = services.db.fork().getConnection();
+    return {
+      getConnection: () => ({
+        execute: async (...args: Parameters<typeof connection.execute>) => {
+          statements.push(String(args[0]));
+          return connection.execute(...args);
+        },
+      }),
+    } as unknown as ReturnType<typeof services.db.fork>;
+  };
+  const tracker = new ApiKeyUsageTracker(fork, 60_000);
+  const at = (second: number) => new Date(`2026-03-04T05:06:${String(second).padStart(2, '0')}.000Z`);
+  tracker.markUsed(ids[0]!, at(1));
+  tracker.markUsed(ids[1]!, at(2));
+  tracker.markUsed(ids[2]!, at(3));
+  tracker.markUsed(ids[0]!, at(4));
+  await tracker.flush();
+  t.equal(statements.length, 1, 'one statement for three keys');
+  // A use recorded late with an older time does not move a key's last use back.
+  tracker.markUsed(ids[1]!, at(0));
+  await tracker.stop();
+  const rows = await services.sql<{ id: string; last_used_at: Date | string | null }>('select id, last_used_at from api_keys where id = any(?::uuid[])', [ids]);
+  const lastUse = new Map(rows.map((row) => [row.id, row.last_used_at === null ? null : new Date(row.last_used_at).toISOString()]));
+  t.same(ids.map((id) => lastUse.get(id)), [at(4).toISOString(), at(2).toISOString(), at(3).toISOString(), null]);
+});
+
 t.test('shutdown goes on after a failed step: pending embedding usage is still written', async (t) => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-shutdown-'));
   const testApp = await buildTestApp('pglite', {}, { dataDir });

@@ -1,15 +1,10 @@
-import { PassThrough, Writable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import t from 'tap';
+import { logLines } from '../support/log-lines.js';
 import { buildTestApp } from '../support/test-app.js';
 
 t.test('a request in flight when the app closes is answered, and closing logs no error', async (t) => {
-  const lines: Array<{ level: number; msg?: string; err?: { message?: string } }> = [];
-  const logStream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
+  const { lines, stream: logStream } = logLines();
   const { app, close } = await buildTestApp('pglite', {}, { logStream });
   t.teardown(close);
 

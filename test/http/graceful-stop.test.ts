@@ -1,19 +1,13 @@
-import { Writable } from 'node:stream';
 import pino from 'pino';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { openDatabase } from '../../src/db/database.js';
 import { stopGracefully } from '../../src/graceful-stop.js';
+import { logLines } from '../support/log-lines.js';
 import { buildTestApp } from '../support/test-app.js';
 
 /** An app on a database of the test's own, with every log line collected. */
-async function stoppableApp(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
-  const lines: Array<{ level: number; msg?: string }> = [];
-  const logStream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
+async function stoppableApp(t: Test) {
+  const { lines, stream: logStream } = logLines();
   const database = await openDatabase({});
   const testApp = await buildTestApp('pglite', {}, { database, logStream });
   t.teardown(async () => {

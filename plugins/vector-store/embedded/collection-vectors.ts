@@ -170,7 +170,7 @@ export class CollectionVectors {
 
   /** Settles once the graph holds every write posted so far. */
   async graphCurrent(): Promise<void> {
-    await this.graphs.send({ op: 'sync' });
+    await this.graphs.send({ op: 'sync', graph: this.graph });
   }
 
   /** Frees the graph; the rows stay searchable exactly. */

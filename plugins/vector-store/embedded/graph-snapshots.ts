@@ -93,6 +93,8 @@ export class GraphSnapshots {
     const files = this.files(collectionId);
     await rm(files.manifest, { force: true });
     await rm(files.graph, { force: true });
+    // What a save that failed half-way left (a directory there is not ours to remove).
+    for (const file of [`${files.manifest}.partial`, `${files.graph}.partial`]) await rm(file, { force: true }).catch(() => undefined);
   }
 }
 

@@ -19,7 +19,7 @@ type Request =
   | { op: 'save'; graph: number; file: string }
   | { op: 'load'; graph: number; file: string; expectedSize: number }
   | { op: 'drop'; graph: number }
-  | { op: 'sync' };
+  | { op: 'sync'; graph: number };
 
 export type GraphRequest = Request & { id: number };
 
@@ -30,6 +30,9 @@ export class GraphThread {
   private nextGraph = 1;
   private closed = false;
 
+  /** `onStop` hears why a thread died (not when close() stops it). */
+  constructor(private readonly onStop?: (reason: Error) => void) {}
+
   /**
    * The running thread, started again after one died: the graphs it held are gone (their
    * collections scan exactly until a restart rebuilds them), but collections loaded from now on
@@ -37,7 +40,7 @@ export class GraphThread {
    */
   private thread(): ThreadRequests {
     if (!this.requests || this.requests.stopped) {
-      this.requests = new ThreadRequests(startModuleWorker(import.meta.url, 'graph-worker'), 'vector graph');
+      this.requests = new ThreadRequests(startModuleWorker(import.meta.url, 'graph-worker'), 'vector graph', this.onStop);
     }
     return this.requests;
   }
@@ -48,7 +51,7 @@ export class GraphThread {
    */
   send<T = null>(request: Request, transfer: Array<ArrayBuffer> = []): Promise<T> {
     if (this.closed) return Promise.reject(new Error('the vector graph thread is closed'));
-    if ('graph' in request && request.op !== 'create') {
+    if (request.op !== 'create') {
       const holder = this.threadOfGraph.get(request.graph);
       if (request.op === 'drop') this.threadOfGraph.delete(request.graph);
       if (!holder || holder.stopped) return Promise.reject(new Error(`graph ${request.graph} was lost with the thread that held it`));

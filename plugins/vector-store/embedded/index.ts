@@ -44,7 +44,9 @@ export class EmbeddedVectorStore implements VectorStore {
   private readonly ann: AnnSettings;
   private readonly thresholds: SearchThresholds;
   private readonly snapshots: GraphSnapshots | null;
-  private readonly graphs = new GraphThread();
+  private readonly graphs = new GraphThread((reason) => this.logger?.warn(
+    { err: reason }, 'the vector graph thread stopped: collections loaded until now search exactly until the next start',
+  ));
   /** Loaded (or loading) collections; concurrent callers await the same promise. */
   private readonly collections = new Map<string, Promise<CollectionVectors>>();
   /** How each loaded collection came into memory. */
@@ -213,6 +215,18 @@ export class EmbeddedVectorStore implements VectorStore {
 
   private async loadRows(collectionId: string, dimension: number): Promise<CollectionVectors> {
     const vectors = new CollectionVectors(dimension, this.graphs, this.ann);
+    try {
+      await this.placeRows(vectors, collectionId, dimension);
+      return vectors;
+    } catch (error) {
+      // A load that fails (the database, a vector of another length) would otherwise leave its
+      // empty graph on the thread, once per retry.
+      vectors.dispose();
+      throw error;
+    }
+  }
+
+  private async placeRows(vectors: CollectionVectors, collectionId: string, dimension: number): Promise<void> {
     const attributes = await this.table.chunkAttributes(collectionId, loadPageRows);
     for await (const page of this.table.pages(collectionId, loadPageRows)) {
       const pageMatrix = new Float32Array(page.keys.length * dimension);
@@ -226,7 +240,6 @@ export class EmbeddedVectorStore implements VectorStore {
       });
       vectors.upsert(batch, { graph: false });
     }
-    return vectors;
   }
 
   private serially<T>(collectionId: string, work: () => Promise<T>): Promise<T> {
