@@ -3,9 +3,31 @@ import type { FastifyBaseLogger } from 'fastify';
 export interface StoppableParts {
   /** Stops accepting connections and answers the requests in flight. */
   http: { close(): Promise<unknown> };
-  /** Workers, buffered writes and indexes; logs each step that fails itself. */
+  /** Workers, buffered writes and indexes. */
   services: { stop(): Promise<void> };
   database: { close(): Promise<void> };
+}
+
+/** Runs every step in order, also those after one that failed; returns what failed. */
+export async function runEveryStep(steps: Array<() => Promise<unknown>>): Promise<unknown[]> {
+  const failures: unknown[] = [];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      failures.push(error);
+    }
+  }
+  return failures;
+}
+
+/** Throws what `runEveryStep` returned: the one failure itself, several as one AggregateError. */
+export function throwFailures(failures: unknown[], what: string): void {
+  if (failures.length === 1) throw failures[0];
+  if (failures.length > 1) {
+    const messages = failures.map((failure) => (failure instanceof Error ? failure.message : String(failure)));
+    throw new AggregateError(failures, `${failures.length} ${what} failed: ${messages.join('; ')}`);
+  }
 }
 
 /**
@@ -14,21 +36,9 @@ export interface StoppableParts {
  * before. Returns the process exit code: 0, or 1 when a step failed.
  */
 export async function stopGracefully(parts: StoppableParts, logger: FastifyBaseLogger): Promise<number> {
-  let exitCode = 0;
-  const steps: Array<[string, () => Promise<unknown>]> = [
-    ['http', () => parts.http.close()],
-    ['services', () => parts.services.stop()],
-    ['database', () => parts.database.close()],
-  ];
-  for (const [step, run] of steps) {
-    try {
-      await run();
-    } catch (error) {
-      exitCode = 1;
-      // The services log the step of theirs that failed; logging it here again would say it twice.
-      if (step !== 'services') logger.error({ err: error, step }, 'a shutdown step failed');
-    }
-  }
+  const failures = await runEveryStep([() => parts.http.close(), () => parts.services.stop(), () => parts.database.close()]);
+  for (const failure of failures) logger.error({ err: failure }, 'a shutdown step failed');
+  const exitCode = failures.length === 0 ? 0 : 1;
   logger.info({ exitCode }, exitCode === 0 ? 'stopped' : 'stopped after a failed shutdown step');
   return exitCode;
 }

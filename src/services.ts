@@ -7,6 +7,7 @@ import { ApiKeyService } from './auth/api-keys.service.js';
 import { CollectionDirectory } from './collections/collection-directory.js';
 import type { CollectionDependencies } from './collections/collections.service.js';
 import { vectorStoreOptions, type Config } from './config.js';
+import { runEveryStep, throwFailures } from './graceful-stop.js';
 import { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/database.js';
 import { Collection, type CollectionRecord } from './db/entities/index.js';
@@ -24,7 +25,7 @@ import type { Parser, SqlRunner } from './plugins.js';
 import type { QueryResponse, QueryRuntime } from './search/collection-query.js';
 import { createMemoryKeywordIndex } from './search/keyword/memory-keyword-index.js';
 import { createSqlKeywordIndex } from './search/keyword/sql-keyword-index.js';
-import { estimatedBytes, QUERY_CACHE_ENTRIES, QueryCache } from './search/query-cache.js';
+import { QueryCache } from './search/query-cache.js';
 import { QueryEventRecorder } from './search/query-events.js';
 import { checkRerankingSettings, RerankerModels } from './search/reranker-selection.js';
 import { dropCollectionIndexes, prepareCollectionIndexes, type SearchIndexes } from './search/search-indexes.js';
@@ -123,7 +124,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     sql, indexes,
     embeddingModelFor: (collection) => embeddings.forCollection(collection),
     rerankerFor: (collection) => rerankers.forCollection(collection),
-    cache: new QueryCache<QueryResponse>({ maxEntries: QUERY_CACHE_ENTRIES, maxBytes: config.queryCacheMaxBytes, sizeOf: estimatedBytes }),
+    cache: new QueryCache<QueryResponse>({ maxBytes: config.queryCacheMaxBytes }),
     cacheTtlSeconds: () => settings.get<number>('query_cache_ttl_s'),
     events,
   };
@@ -150,22 +151,11 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
     },
     async stop() {
-      // Every step runs even when one fails (pending usage is still written, indexes still closed);
-      // the first failure is thrown at the end.
-      const failures: unknown[] = [];
-      const steps = [
+      // Every step runs even when one fails (pending usage is still written, indexes still closed).
+      throwFailures(await runEveryStep([
         () => ingestion.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(),
-      ];
-      for (const step of steps) {
-        try {
-          await step();
-        } catch (error) {
-          logger.error({ err: error }, 'a shutdown step failed');
-          failures.push(error);
-        }
-      }
-      if (failures.length > 0) throw failures[0];
+      ]), 'shutdown steps of the services');
     },
   };
 }

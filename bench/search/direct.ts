@@ -23,7 +23,7 @@ import type { SqlRunner } from '../../src/plugins.js';
 import { queryCollection, type QueryResponse, type QueryRuntime, type QueryTimings } from '../../src/search/collection-query.js';
 import { createMemoryKeywordIndex } from '../../src/search/keyword/memory-keyword-index.js';
 import { createSqlKeywordIndex } from '../../src/search/keyword/sql-keyword-index.js';
-import { estimatedBytes, QUERY_CACHE_ENTRIES, QueryCache } from '../../src/search/query-cache.js';
+import { QueryCache } from '../../src/search/query-cache.js';
 import type { QueryEventRecorder } from '../../src/search/query-events.js';
 import { RerankerModels } from '../../src/search/reranker-selection.js';
 import { prepareCollectionIndexes, type SearchIndexes } from '../../src/search/search-indexes.js';
@@ -131,7 +131,7 @@ export function directRuntime(config: Config, sql: SqlRunner, indexes: SearchInd
     sql, indexes,
     embeddingModelFor: (collection) => embeddings.forCollection(collection),
     rerankerFor: (collection) => rerankers.forCollection(collection),
-    cache: new QueryCache<QueryResponse>({ maxEntries: QUERY_CACHE_ENTRIES, maxBytes: config.queryCacheMaxBytes, sizeOf: estimatedBytes }),
+    cache: new QueryCache<QueryResponse>({ maxBytes: config.queryCacheMaxBytes }),
     cacheTtlSeconds: async () => 60,
     events,
   };

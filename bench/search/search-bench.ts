@@ -52,11 +52,12 @@ import pg from 'pg';
 import { localEmbeddingPlugin } from '../../plugins/embedding/local/index.js';
 import { parsePlainText } from '../../plugins/parser/text/index.js';
 import { chunkElements } from '../../src/chunking/chunk-elements.js';
-import { openDatabase, vectorSearchSessionSettings } from '../../src/db/database.js';
-import { Collection } from '../../src/db/entities/index.js';
+import type { Config } from '../../src/config.js';
+import { openDatabase, vectorSearchSessionSettings, type Database } from '../../src/db/database.js';
+import { Collection, type CollectionRecord } from '../../src/db/entities/index.js';
 import { createSqlRunner } from '../../src/db/sql-runner.js';
 import type { SqlRunner } from '../../src/plugins.js';
-import type { QueryTimings } from '../../src/search/collection-query.js';
+import type { QueryRuntime, QueryTimings } from '../../src/search/collection-query.js';
 import type { SearchIndexes } from '../../src/search/search-indexes.js';
 import { bootstrapAdmin, machineDescription } from '../support/service-process.js';
 import { benchmarkQueries, documentText, topicOfDocument, VOCABULARY_SIZE, TOPIC_COUNT } from './corpus.js';
@@ -73,6 +74,8 @@ import { benchmarkLance, type ChunkRows, type LanceResult } from './lance.js';
 
 const MODES = ['semantic', 'keyword', 'hybrid'] as const;
 type Mode = (typeof MODES)[number];
+/** A record of `value(mode)` for each search mode. */
+const byMode = <T>(value: (mode: Mode) => T) => Object.fromEntries(MODES.map((mode) => [mode, value(mode)])) as Record<Mode, T>;
 
 const databaseUrl = process.env.DATABASE_URL || undefined;
 const database = databaseUrl ? 'postgresql' : 'pglite';
@@ -415,17 +418,41 @@ interface DirectPhase {
   semanticIds: string[][];
 }
 
-async function directPhase(serviceIds: Record<Mode, string[][]>, idleMs: Record<Mode, number>): Promise<DirectPhase> {
+interface DirectSide {
+  config: Config;
+  db: Database;
+  sql: SqlRunner;
+  collection: CollectionRecord;
+  indexes: SearchIndexes;
+  /** Loading both indexes from the database, as the first query after a service start does. */
+  indexLoad: { vector_store_s: number; keyword_index_s: number };
+  runtime: QueryRuntime;
+}
+
+/**
+ * The service's query path opened in this process on the service's data: the embedded database
+ * and saved graphs under `root`, or (no root) the PostgreSQL database.
+ */
+async function openDirectSide(root: string | undefined): Promise<DirectSide> {
   const config = serviceConfig(databaseUrl);
-  const db = await openDatabase({ databaseUrl, dataDir: databaseUrl ? undefined : path.join(dataDir, 'db') });
-  const closers: Array<() => Promise<void>> = [];
+  const db = await openDatabase({ databaseUrl, dataDir: root ? path.join(root, 'db') : undefined });
   try {
     const sql = createSqlRunner(db);
     const collection = await db.fork().findOneOrFail(Collection, { name: COLLECTION });
-    const indexes = serviceIndexes(config, sql, databaseUrl ? undefined : path.join(dataDir, 'vector-store'));
+    const indexes = serviceIndexes(config, sql, root ? path.join(root, 'vector-store') : undefined);
     const indexLoad = await loadIndexes(indexes, collection);
+    return { config, db, sql, collection, indexes, indexLoad, runtime: directRuntime(config, sql, indexes) };
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+}
+
+async function directPhase(serviceIds: Record<Mode, string[][]>, idleMs: Record<Mode, number>): Promise<DirectPhase> {
+  const { config, db, sql, collection, indexes, indexLoad, runtime } = await openDirectSide(databaseUrl ? undefined : dataDir);
+  const closers: Array<() => Promise<void>> = [];
+  try {
     log(`  direct: index load ${JSON.stringify(indexLoad)}`);
-    const runtime = directRuntime(config, sql, indexes);
     const serviceRunner = {} as Record<Mode, DirectModeResult>;
     const agreementWithService = {} as Record<Mode, number>;
     let semanticIds: string[][] = [];
@@ -499,24 +526,19 @@ async function openInterleaved(key: string): Promise<InterleavedSetup> {
   }
   await start('interleaved');
   const client = new JsonClient(service!.baseUrl, key);
-  const db = await openDatabase({ databaseUrl, dataDir: copyDir ? path.join(copyDir, 'db') : undefined });
-  let indexes: SearchIndexes | undefined;
+  let direct: DirectSide | undefined;
   const close = async () => {
     client.close();
-    await indexes?.keywordIndex.close();
-    await indexes?.vectorStore.close();
-    await db.close();
+    await direct?.indexes.keywordIndex.close();
+    await direct?.indexes.vectorStore.close();
+    await direct?.db.close();
     await stop();
     if (copyDir) await rm(copyDir, { recursive: true, force: true });
   };
   try {
     await client.request('POST', queryPath, queryBody(0, 'hybrid'));
-    const config = serviceConfig(databaseUrl);
-    const sql = createSqlRunner(db);
-    const collection = await db.fork().findOneOrFail(Collection, { name: COLLECTION });
-    indexes = serviceIndexes(config, sql, copyDir ? path.join(copyDir, 'vector-store') : undefined);
-    const directIndexLoad = await loadIndexes(indexes, collection);
-    return { sides: { client, queryPath, runtime: directRuntime(config, sql, indexes), collection, queries }, directIndexLoad, close };
+    direct = await openDirectSide(copyDir);
+    return { sides: { client, queryPath, runtime: direct.runtime, collection: direct.collection, queries }, directIndexLoad: direct.indexLoad, close };
   } catch (error) {
     await close();
     throw error;
@@ -666,7 +688,6 @@ try {
     }
 
     log('  direct (no HTTP), service stopped');
-    const byMode = <T>(value: (mode: Mode) => T) => Object.fromEntries(MODES.map((mode) => [mode, value(mode)])) as Record<Mode, T>;
     const idleMs = byMode((mode) => roundTo(Math.max(0, sequential[mode].latency.p50 - (sequential[mode].stage_p50.total_ms ?? 0))));
     const direct = await measured(() => directPhase(byMode((mode) => sequential[mode].result_ids), idleMs));
     for (const mode of MODES) {
@@ -704,7 +725,7 @@ try {
     log(`  LanceDB p50: semantic ${lance.semantic.p50}, keyword ${lance.keyword.p50}, hybrid ${lance.hybrid.p50}, hybrid depth 50 ${lance.hybrid_depth_50.p50} ms (index ${lance.vector_index_build_s} s + FTS ${lance.fts_index_build_s} s)`);
 
     const ratio = (runner: Record<Mode, DirectModeResult>) =>
-      Object.fromEntries(MODES.map((mode) => [mode, roundTo(sequential[mode].latency.p50 / runner[mode].latency.p50)])) as Record<Mode, number>;
+      byMode((mode) => roundTo(sequential[mode].latency.p50 / runner[mode].latency.p50));
     results.push({
       target_chunks: target,
       chunks: scaleStats.chunks,
@@ -721,14 +742,14 @@ try {
       direct: directResult,
       lancedb: {
         ...lanceResult,
-        agreement_with_service: Object.fromEntries(MODES.map((mode) => [mode, agreement(sequential[mode].result_ids, lanceIds[mode])])) as Record<Mode, number>,
+        agreement_with_service: byMode((mode) => agreement(sequential[mode].result_ids, lanceIds[mode])),
       },
       semantic_recall_at_10: recall,
       http_floor: httpFloor,
       overhead_breakdown: overheadBreakdown,
       interleaved,
       interleaved_direct_index_load: interleavedSetup.directIndexLoad,
-      overhead_interleaved: Object.fromEntries(MODES.map((mode) => [mode, interleaved[mode].ratio])) as Record<Mode, number>,
+      overhead_interleaved: byMode((mode) => interleaved[mode].ratio),
       overhead_vs_direct_service_runner: ratio(direct.service_runner),
       overhead_vs_direct_paced: ratio(direct.service_runner_paced),
       overhead_vs_direct_raw_driver: ratio(direct.raw_driver),
@@ -759,7 +780,7 @@ const targetsMet = {
     measured_by: 'interleaved blocks, service and direct running at once',
     ratios: result.overhead_interleaved,
     ratios_of_separate_phases: result.overhead_vs_direct_service_runner,
-    met: Object.fromEntries(MODES.map((mode) => [mode, result.overhead_interleaved[mode] <= TARGETS.service_overhead_ratio_max])),
+    met: byMode((mode) => result.overhead_interleaved[mode] <= TARGETS.service_overhead_ratio_max),
   })),
 };
 const summary = {

@@ -25,7 +25,7 @@ export class ApiKeyUsageTracker extends PeriodicWriter {
       // One statement for every key used since the last write: statements cost ~1 ms each on the
       // embedded database, and an installation may have hundreds of keys in use.
       await this.fork().getConnection().execute(
-        `update api_keys k set last_used_at = greatest(coalesce(k.last_used_at, r.used_at), r.used_at)
+        `update api_keys k set last_used_at = greatest(k.last_used_at, r.used_at)
          from jsonb_to_recordset(?::jsonb) as r(id uuid, used_at timestamptz)
          where k.id = r.id`,
         [JSON.stringify(batch.map(([id, at]) => ({ id, used_at: at.toISOString() })))],

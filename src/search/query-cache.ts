@@ -1,11 +1,9 @@
-/** Answers kept at most, whatever their size. */
-export const QUERY_CACHE_ENTRIES = 2000;
-
 export interface QueryCacheLimits<V> {
-  maxEntries: number;
+  /** Answers kept at most, whatever their size (default 2,000). */
+  maxEntries?: number;
   maxBytes: number;
-  /** An estimate of what `value` holds in memory, in bytes. */
-  sizeOf: (value: V) => number;
+  /** An estimate of what `value` holds in memory, in bytes (default `estimatedBytes`). */
+  sizeOf?: (value: V) => number;
 }
 
 /**
@@ -36,8 +34,15 @@ export function estimatedBytes(value: unknown): number {
 export class QueryCache<V> {
   private readonly entries = new Map<string, { value: V; expiresAt: number; bytes: number }>();
   private bytes = 0;
+  private readonly maxEntries: number;
+  private readonly maxBytes: number;
+  private readonly sizeOf: (value: V) => number;
 
-  constructor(private readonly limits: QueryCacheLimits<V>) {}
+  constructor(limits: QueryCacheLimits<V>) {
+    this.maxEntries = limits.maxEntries ?? 2000;
+    this.maxBytes = limits.maxBytes;
+    this.sizeOf = limits.sizeOf ?? estimatedBytes;
+  }
 
   get(key: string): V | undefined {
     const entry = this.entries.get(key);
@@ -55,12 +60,12 @@ export class QueryCache<V> {
   set(key: string, value: V, ttlSeconds: number): void {
     if (ttlSeconds <= 0) return;
     this.remove(key);
-    const bytes = this.limits.sizeOf(value);
+    const bytes = this.sizeOf(value);
     // An answer larger than the whole cache would only evict everything else.
-    if (bytes > this.limits.maxBytes) return;
+    if (bytes > this.maxBytes) return;
     this.entries.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000, bytes });
     this.bytes += bytes;
-    while (this.entries.size > this.limits.maxEntries || this.bytes > this.limits.maxBytes) {
+    while (this.entries.size > this.maxEntries || this.bytes > this.maxBytes) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
       this.remove(oldest);

@@ -5,7 +5,7 @@ import t from 'tap';
 import { ApiKeyUsageTracker } from '../../src/auth/api-key-usage-tracker.js';
 import { PeriodicWriter } from '../../src/db/periodic-writer.js';
 import { QueryEventRecorder } from '../../src/search/query-events.js';
-import { failingOnce } from '../support/sql-runner-spy.js';
+import { failingOnce, forkWithExecuteSpy } from '../support/sql-runner-spy.js';
 import { adminTestApp, buildTestApp, createTestCollection } from '../support/test-app.js';
 
 t.test('a periodic writer never overlaps its writes and goes on after a failed one', async (t) => {
@@ -66,20 +66,11 @@ t.test('API-key uses that could not be written are written with the next batch',
   const { app, services, cookie } = await adminTestApp(t, 'pglite');
   const created = (await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'tracked' } })).json() as { id: string };
   let failed = false;
-  const fork = () => {
-    const connection = services.db.fork().getConnection();
-    return {
-      getConnection: () => ({
-        execute: async (...args: Parameters<typeof connection.execute>) => {
-          if (!failed) {
-            failed = true;
-            throw new Error('database away');
-          }
-          return connection.execute(...args);
-        },
-      }),
-    } as unknown as ReturnType<typeof services.db.fork>;
-  };
+  const fork = forkWithExecuteSpy(services.db, () => {
+    if (failed) return;
+    failed = true;
+    throw new Error('database away');
+  });
   const tracker = new ApiKeyUsageTracker(fork, 60_000);
   const usedAt = new Date('2026-01-02T03:04:05.000Z');
   tracker.markUsed(created.id, usedAt);
@@ -96,17 +87,7 @@ t.test('the uses of several API keys are written in one statement, each key keep
     ids.push(((await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name } })).json() as { id: string }).id);
   }
   const statements: string[] = [];
-  const fork = () => {
-    const connection = services.db.fork().getConnection();
-    return {
-      getConnection: () => ({
-        execute: async (...args: Parameters<typeof connection.execute>) => {
-          statements.push(String(args[0]));
-          return connection.execute(...args);
-        },
-      }),
-    } as unknown as ReturnType<typeof services.db.fork>;
-  };
+  const fork = forkWithExecuteSpy(services.db, (query) => statements.push(query));
   const tracker = new ApiKeyUsageTracker(fork, 60_000);
   const at = (second: number) => new Date(`2026-03-04T05:06:${String(second).padStart(2, '0')}.000Z`);
   tracker.markUsed(ids[0]!, at(1));

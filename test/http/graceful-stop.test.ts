@@ -27,6 +27,18 @@ t.test('a stop where a service step fails still closes the database, logs the fa
   t.ok(lines.some((line) => line.msg === 'stopped after a failed shutdown step'));
 });
 
+t.test('several failed service steps are logged as one error naming each, and every later step still runs', async (t) => {
+  const { app, services, database, lines, logger } = await stoppableApp(t);
+  services.queryRuntime.events.stop = () => Promise.reject(new Error('query events could not be written'));
+  services.embeddingUsage.stop = () => Promise.reject(new Error('embedding usage could not be written'));
+  t.equal(await stopGracefully({ http: app, services, database }, logger), 1);
+  const errors = lines.filter((line) => line.level >= 50);
+  t.equal(errors.length, 1);
+  t.match(errors[0]!.err?.message, /2 shutdown steps of the services failed: query events could not be written; embedding usage could not be written/);
+  await t.rejects(services.indexes.vectorStore.count('00000000-0000-4000-8000-000000000002'), /closed/, 'the indexes were closed after the failures');
+  await t.rejects(services.sql('select 1'), 'the database was closed');
+});
+
 t.test('a stop where the HTTP server fails to close still stops the services and the database', async (t) => {
   const { services, database, lines, logger } = await stoppableApp(t);
   const http = { close: () => Promise.reject(new Error('server close failed')) };

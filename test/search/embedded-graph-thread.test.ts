@@ -2,7 +2,7 @@ import t from 'tap';
 import { CollectionVectors } from '../../plugins/vector-store/embedded/collection-vectors.js';
 import { defaultSearchThresholds, searchCollectionVectors } from '../../plugins/vector-store/embedded/filtered-search.js';
 import { GraphThread } from '../../plugins/vector-store/embedded/graph-thread.js';
-import { killGraphThread } from '../support/graph-thread-control.js';
+import { killGraphThread, recordGraphRequests } from '../support/graph-thread-control.js';
 
 const dimension = 8;
 /** Above exactSearchBelow, so unrestricted searches go to the graph. */
@@ -78,12 +78,7 @@ t.test('a graph thread that died is replaced: collections made afterwards get a 
 t.test('a graph is known lost as soon as its thread died: searches scan exactly without asking it', async (t) => {
   const { graphs, vectors } = await collectionOfDeadThread(t);
   t.notOk(vectors.graphUsable, 'lost before any write or search failed');
-  const requests: string[] = [];
-  const send = graphs.send.bind(graphs);
-  graphs.send = ((request: { op: string }, transfer?: ArrayBuffer[]) => {
-    requests.push(request.op);
-    return send(request as never, transfer);
-  }) as typeof graphs.send;
+  const requests = recordGraphRequests(graphs);
   const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
   t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answers, not an error');
   t.same(requests, [], 'the graph thread was not asked');
@@ -96,16 +91,10 @@ t.test('a graph search that fails answers exactly, and the graph is not asked ag
   const vectors = await filledCollection(graphs);
   await vectors.graphCurrent();
   t.ok(vectors.graphUsable);
-  const searches: string[] = [];
-  const send = graphs.send.bind(graphs);
-  graphs.send = ((request: { op: string }, transfer?: ArrayBuffer[]) => {
-    if (request.op !== 'search') return send(request as never, transfer);
-    searches.push(request.op);
-    return Promise.reject(new Error('usearch failed'));
-  }) as typeof graphs.send;
+  const requests = recordGraphRequests(graphs, { failSearches: true });
   const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
   t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answers, not an error');
   t.notOk(vectors.graphUsable, 'the failed search is remembered');
   t.same(await searchCollectionVectors(vectors, query, defaultSearchThresholds), hits);
-  t.same(searches, ['search'], 'the graph was asked once, not again');
+  t.same(requests.filter((op) => op === 'search'), ['search'], 'the graph was asked once, not again');
 });

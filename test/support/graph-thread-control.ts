@@ -4,3 +4,18 @@ import type { GraphThread } from '../../plugins/vector-store/embedded/graph-thre
 export async function killGraphThread(graphs: GraphThread): Promise<void> {
   await (graphs as unknown as { requests: { worker: { terminate(): Promise<number> } } }).requests.worker.terminate();
 }
+
+/**
+ * Records the op of every request sent to the graphs from now on; with `failSearches`, a search
+ * is answered with an error (as a failing usearch call) instead of being sent.
+ */
+export function recordGraphRequests(graphs: GraphThread, options: { failSearches?: boolean } = {}): string[] {
+  const ops: string[] = [];
+  const send = graphs.send.bind(graphs);
+  graphs.send = ((request: Parameters<GraphThread['send']>[0], transfer?: ArrayBuffer[]) => {
+    ops.push(request.op);
+    if (options.failSearches && request.op === 'search') return Promise.reject(new Error('usearch failed'));
+    return send(request, transfer);
+  }) as GraphThread['send'];
+  return ops;
+}

@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SqlRunner } from '../../src/plugins.js';
 
 /** `sql` with `before` called ahead of each statement; a throw from `before` fails the statement. */
@@ -16,4 +17,24 @@ export function failingOnce(sql: SqlRunner, text: string): SqlRunner {
     failed = true;
     throw new Error('database away');
   });
+}
+
+type Forkable = { fork(): EntityManager };
+
+/**
+ * `db.fork` whose connections call `before` with each statement ahead of `execute`; a throw from
+ * `before` fails the statement.
+ */
+export function forkWithExecuteSpy(db: Forkable, before: (query: string) => void): () => EntityManager {
+  return () => {
+    const connection = db.fork().getConnection();
+    return {
+      getConnection: () => ({
+        execute: async (...args: Parameters<typeof connection.execute>) => {
+          before(String(args[0]));
+          return connection.execute(...args);
+        },
+      }),
+    } as unknown as EntityManager;
+  };
 }

@@ -46,26 +46,25 @@ export class GraphThread {
   }
 
   /**
-   * After close() a request is refused rather than starting a thread nobody will stop; so is a
-   * request about a graph whose thread died (a new thread does not hold it).
+   * A request about a graph goes to the thread that holds it. After close() it is refused rather
+   * than starting a thread nobody will stop; so is one about a graph whose thread died (a new
+   * thread does not hold it).
    */
-  send<T = null>(request: Request, transfer: Array<ArrayBuffer> = []): Promise<T> {
+  send<T = null>(request: Exclude<Request, { op: 'create' }>, transfer: Array<ArrayBuffer> = []): Promise<T> {
     if (this.closed) return Promise.reject(new Error('the vector graph thread is closed'));
-    if (request.op !== 'create') {
-      const holder = this.threadOfGraph.get(request.graph);
-      if (request.op === 'drop') this.threadOfGraph.delete(request.graph);
-      if (!holder || holder.stopped) return Promise.reject(new Error(`graph ${request.graph} was lost with the thread that held it`));
-      return holder.request<T>(request, transfer);
-    }
-    return this.thread().request<T>(request, transfer);
+    const holder = this.threadOfGraph.get(request.graph);
+    if (request.op === 'drop') this.threadOfGraph.delete(request.graph);
+    if (!holder || holder.stopped) return Promise.reject(new Error(`graph ${request.graph} was lost with the thread that held it`));
+    return holder.request<T>(request, transfer);
   }
 
-  /** A new empty graph; its id names it in later requests. */
+  /** A new empty graph on the running thread (started if need be); its id names it in later requests. */
   create(dimension: number, ann: AnnSettings): { id: number; created: Promise<null> } {
     const id = this.nextGraph++;
-    const created = this.send<null>({ op: 'create', graph: id, dimension, ann });
-    if (this.requests) this.threadOfGraph.set(id, this.requests);
-    return { id, created };
+    if (this.closed) return { id, created: Promise.reject(new Error('the vector graph thread is closed')) };
+    const thread = this.thread();
+    this.threadOfGraph.set(id, thread);
+    return { id, created: thread.request<null>({ op: 'create', graph: id, dimension, ann }) };
   }
 
   /** Whether the graph is held by the running thread (false once that thread died). */
