@@ -2,7 +2,8 @@
  * GET /v1/admin/vector-storage, and what it shows of the embedded store's saved graphs: a graceful
  * restart loads the graph saved at shutdown instead of rebuilding it; a table that changed behind
  * the snapshot, or an unreadable graph file, makes the store rebuild from the table, and queries
- * answer from what the table holds.
+ * answer from what the table holds; a load that fails (a stored vector of another length) is a
+ * 409 that leaves no graph behind.
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,7 +16,7 @@ import { openDatabase } from '../../src/db/database.js';
 import { adminTestApp, bearer, buildTestApp, createApiKey, createScratchDatabase, multipartUpload, setupAdmin, testBackends, waitForIngestion, type TestApp } from '../support/test-app.js';
 import type { GraphThread } from '../../plugins/vector-store/embedded/graph-thread.js';
 import { assertError } from '../support/assertions.js';
-import { killGraphThread } from '../support/graph-thread-control.js';
+import { graphsHeld, killGraphThread } from '../support/graph-thread-control.js';
 import { logLines } from '../support/log-lines.js';
 
 const TEXTS = [
@@ -156,6 +157,20 @@ for (const backend of testBackends()) {
     t.equal(after.find((entry) => entry.collection === 'pier')!.memory_index!.source, 'snapshot', 'the other graph was saved and loaded');
     t.equal((await search()).length, afterDelete.length);
     t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
+
+    // A stored vector of another length: loading the collection fails (409, the same on a retry),
+    // and each failed load drops the empty graph it made instead of leaving it on the thread.
+    app = (await restart()).app;
+    const graphs = (current!.services.indexes.vectorStore as unknown as { graphs: GraphThread }).graphs;
+    t.equal(await searchPier(), 1);
+    const heldBefore = graphsHeld(graphs);
+    await current!.services.sql(`update embedded_vectors set embedding = 'AAAAAA==' where chunk_key = (select min(chunk_key) from embedded_vectors e join collections c on c.id = e.collection_id where c.name = 'harbour')`);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const failed = await app.inject({ method: 'POST', url: '/v1/collections/harbour/query', headers: admin, payload: { query: 'tide harbour water', search_mode: 'semantic', skip_cache: true } });
+      assertError(t, failed, 409, /does not have 384 dimensions/);
+    }
+    t.equal(graphsHeld(graphs), heldBefore, 'no graph left behind by the three failed loads');
+    t.equal(await searchPier(), 1, 'the other collection still answers');
   });
 }
 

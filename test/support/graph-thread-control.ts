@@ -5,6 +5,11 @@ export async function killGraphThread(graphs: GraphThread): Promise<void> {
   await (graphs as unknown as { requests: { worker: { terminate(): Promise<number> } } }).requests.worker.terminate();
 }
 
+/** How many graphs the store has created and not dropped (each holds memory on the thread). */
+export function graphsHeld(graphs: GraphThread): number {
+  return (graphs as unknown as { threadOfGraph: Map<number, unknown> }).threadOfGraph.size;
+}
+
 /**
  * Records the op of every request sent to the graphs from now on; with `failSearches`, a search
  * is answered with an error (as a failing usearch call) instead of being sent.
