@@ -152,7 +152,7 @@ export function summarize(milliseconds: number[]): LatencySummary {
 }
 
 /** p50 of each numeric field across records (stage timings). */
-export function medianOfFields(records: Array<Record<string, unknown>>): Record<string, number> {
+export function medianOfFields(records: readonly object[]): Record<string, number> {
   const fields = new Map<string, number[]>();
   for (const record of records) {
     for (const [name, value] of Object.entries(record)) {

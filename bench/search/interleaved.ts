@@ -9,9 +9,9 @@
  * so both search the same graph).
  */
 import type { CollectionRecord } from '../../src/db/entities/index.js';
-import type { QueryRuntime } from '../../src/search/collection-query.js';
+import type { QueryRuntime, QueryTimings } from '../../src/search/collection-query.js';
 import { runDirect } from './direct.js';
-import { type JsonClient, type LatencySummary, roundTo, summarize } from './harness.js';
+import { type JsonClient, type LatencySummary, medianOfFields, roundTo, summarize } from './harness.js';
 
 export type Mode = 'semantic' | 'keyword' | 'hybrid';
 
@@ -24,6 +24,12 @@ export interface InterleavedResult {
   ratio: number;
   /** The same ratio round by round: how much it still moves. */
   ratio_by_round: number[];
+  /**
+   * Median of each stage timing the query code reports (queryCollection's `timings`), on each
+   * side: whether the gap is the query code running slower inside the service process, or
+   * what the service does around it.
+   */
+  query_code_ms: { service: Record<string, number>; direct: Record<string, number> };
 }
 
 export interface InterleavedSides {
@@ -36,14 +42,23 @@ export interface InterleavedSides {
 
 const bodyOf = (query: string, mode: Mode) => ({ query, search_mode: mode, top_k: 10, skip_cache: true });
 
-async function serviceBlock(sides: InterleavedSides, mode: Mode, blockQueries: string[]): Promise<number[]> {
-  const latencies: number[] = [];
-  for (const query of blockQueries) latencies.push((await sides.client.request('POST', sides.queryPath, bodyOf(query, mode))).milliseconds);
-  return latencies;
+interface Block {
+  latencies: number[];
+  timings: QueryTimings[];
 }
 
-async function directBlock(sides: InterleavedSides, mode: Mode, blockQueries: string[]): Promise<number[]> {
-  return (await runDirect(sides.runtime, sides.collection, blockQueries, mode, blockQueries.length, 0)).latencies;
+async function serviceBlock(sides: InterleavedSides, mode: Mode, blockQueries: string[]): Promise<Block> {
+  const block: Block = { latencies: [], timings: [] };
+  for (const query of blockQueries) {
+    const response = await sides.client.request<{ timings: QueryTimings }>('POST', sides.queryPath, bodyOf(query, mode));
+    block.latencies.push(response.milliseconds);
+    block.timings.push(response.body.timings);
+  }
+  return block;
+}
+
+async function directBlock(sides: InterleavedSides, mode: Mode, blockQueries: string[]): Promise<Block> {
+  return runDirect(sides.runtime, sides.collection, blockQueries, mode, blockQueries.length, 0);
 }
 
 /**
@@ -54,28 +69,31 @@ export async function interleavedComparison(sides: InterleavedSides, mode: Mode,
   const slice = (first: number, count: number) => Array.from({ length: count }, (_, offset) => sides.queries[(first + offset) % sides.queries.length]!);
   await serviceBlock(sides, mode, slice(0, warmup));
   await directBlock(sides, mode, slice(0, warmup));
-  const service: number[] = [];
-  const direct: number[] = [];
+  const service: Block = { latencies: [], timings: [] };
+  const direct: Block = { latencies: [], timings: [] };
   const ratioByRound: number[] = [];
   for (let round = 0; round < rounds; round++) {
     const blockQueries = slice(round * perBlock, perBlock);
-    let serviceLatencies: number[];
-    let directLatencies: number[];
+    let serviceRound: Block;
+    let directRound: Block;
     if (round % 2 === 0) {
-      serviceLatencies = await serviceBlock(sides, mode, blockQueries);
-      directLatencies = await directBlock(sides, mode, blockQueries);
+      serviceRound = await serviceBlock(sides, mode, blockQueries);
+      directRound = await directBlock(sides, mode, blockQueries);
     } else {
-      directLatencies = await directBlock(sides, mode, blockQueries);
-      serviceLatencies = await serviceBlock(sides, mode, blockQueries);
+      directRound = await directBlock(sides, mode, blockQueries);
+      serviceRound = await serviceBlock(sides, mode, blockQueries);
     }
-    service.push(...serviceLatencies);
-    direct.push(...directLatencies);
-    ratioByRound.push(roundTo(summarize(serviceLatencies).p50 / summarize(directLatencies).p50));
+    for (const [total, round] of [[service, serviceRound], [direct, directRound]] as const) {
+      total.latencies.push(...round.latencies);
+      total.timings.push(...round.timings);
+    }
+    ratioByRound.push(roundTo(summarize(serviceRound.latencies).p50 / summarize(directRound.latencies).p50));
   }
-  const serviceSummary = summarize(service);
-  const directSummary = summarize(direct);
+  const serviceSummary = summarize(service.latencies);
+  const directSummary = summarize(direct.latencies);
   return {
     rounds, queries_per_block: perBlock, service: serviceSummary, direct: directSummary,
     ratio: roundTo(serviceSummary.p50 / directSummary.p50), ratio_by_round: ratioByRound,
+    query_code_ms: { service: medianOfFields(service.timings), direct: medianOfFields(direct.timings) },
   };
 }

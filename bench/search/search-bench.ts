@@ -326,7 +326,7 @@ async function sequentialQueries(client: JsonClient, mode: Mode): Promise<Sequen
   return {
     latency: summarize(latencies),
     last_body: lastBody,
-    stage_p50: medianOfFields(timings as unknown as Array<Record<string, unknown>>),
+    stage_p50: medianOfFields(timings),
     result_ids: ids,
     mean_results: roundTo(ids.reduce((sum, list) => sum + list.length, 0) / Math.max(1, ids.length)),
   };
@@ -359,7 +359,7 @@ async function concurrentQueries(client: JsonClient, mode: Mode, seconds: number
     clients: CONCURRENT_CLIENTS, seconds: roundTo(elapsed), requests: latencies.length,
     requests_per_s: Math.round(latencies.length / elapsed),
     latency: summarize(latencies),
-    stage_p50: medianOfFields(timings as unknown as Array<Record<string, unknown>>),
+    stage_p50: medianOfFields(timings),
   };
 }
 
@@ -371,7 +371,7 @@ interface DirectModeResult {
 }
 
 function directSummary(run: DirectRun): DirectModeResult {
-  return { latency: summarize(run.latencies), stage_p50: medianOfFields(run.timings as unknown as Array<Record<string, unknown>>) };
+  return { latency: summarize(run.latencies), stage_p50: medianOfFields(run.timings) };
 }
 
 async function readChunkRows(sql: SqlRunner, collectionId: string): Promise<ChunkRows> {
@@ -550,6 +550,7 @@ async function interleavedPhase(sides: InterleavedSides): Promise<Record<Mode, I
   for (const mode of MODES) {
     result[mode] = await interleavedComparison(sides, mode, INTERLEAVED_ROUNDS, Math.max(1, Math.round(INTERLEAVED_QUERIES / INTERLEAVED_ROUNDS)), WARMUP);
     log(`  interleaved ${mode}: service p50 ${result[mode].service.p50} ms, direct p50 ${result[mode].direct.p50} ms, ratio ${result[mode].ratio} (by round ${result[mode].ratio_by_round.join(' ')})`);
+    log(`    query code p50 ms, service ${JSON.stringify(result[mode].query_code_ms.service)}, direct ${JSON.stringify(result[mode].query_code_ms.direct)}`);
   }
   return result;
 }
