@@ -4,6 +4,8 @@
  * of functions whose name matches the given patterns.
  *
  * Usage: npx tsx bench/search/cpu-profile-summary.ts <file.cpuprofile> [--top 30] [--inclusive name1,name2,...]
+ *   [--from S] [--to S]   only the samples taken between S seconds after the profile started and S
+ *                         seconds after (leaves out a service's start-up, as in query-profile.ts)
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -25,24 +27,33 @@ interface Profile {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: 'string', default: '30' }, inclusive: { type: 'string', default: '' } },
+  options: {
+    top: { type: 'string', default: '30' }, inclusive: { type: 'string', default: '' },
+    from: { type: 'string', default: '0' }, to: { type: 'string', default: 'Infinity' },
+  },
 });
 const file = positionals[0];
 if (!file) {
-  process.stderr.write('usage: cpu-profile-summary.ts <file.cpuprofile> [--top N] [--inclusive a,b]\n');
+  process.stderr.write('usage: cpu-profile-summary.ts <file.cpuprofile> [--top N] [--inclusive a,b] [--from S] [--to S]\n');
   process.exit(2);
 }
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 const top = Number(values.top);
 
+const fromMicros = Number(values.from) * 1e6;
+const toMicros = Math.min(Number(values.to) * 1e6, profile.endTime - profile.startTime);
+
 // Self time per node from the sample stream (time deltas belong to the sample they precede).
 const selfMicros = new Map<number, number>();
+let sampledAt = 0;
 for (let index = 0; index < profile.samples.length; index++) {
+  sampledAt += profile.timeDeltas[index] ?? 0;
+  if (sampledAt < fromMicros || sampledAt > toMicros) continue;
   const node = profile.samples[index]!;
   const delta = profile.timeDeltas[index + 1] ?? 0;
   selfMicros.set(node, (selfMicros.get(node) ?? 0) + delta);
 }
-const totalMicros = profile.endTime - profile.startTime;
+const totalMicros = toMicros - fromMicros;
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 const parentOf = new Map<number, number>();
 for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
@@ -74,7 +85,7 @@ for (const [id, micros] of selfMicros) {
   byCategory.set(category(node), (byCategory.get(category(node)) ?? 0) + micros);
   byFunction.set(label(node), (byFunction.get(label(node)) ?? 0) + micros);
 }
-process.stdout.write(`${file}: ${(totalMicros / 1e6).toFixed(1)} s profiled, ${profile.samples.length} samples\n`);
+process.stdout.write(`${file}: ${(totalMicros / 1e6).toFixed(1)} s profiled (from ${(fromMicros / 1e6).toFixed(1)} s), ${profile.samples.length} samples in all\n`);
 table('self time by package / file', byCategory);
 table('self time by function', byFunction);
 
