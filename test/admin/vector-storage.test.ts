@@ -2,10 +2,11 @@
  * GET /v1/admin/vector-storage, and what it shows of the embedded store's saved graphs: a graceful
  * restart loads the graph saved at shutdown instead of rebuilding it; a table that changed behind
  * the snapshot, or an unreadable graph file, makes the store rebuild from the table, and queries
- * answer from what the table holds; a load that fails (a stored vector of another length) is a
- * 409 that leaves no graph behind.
+ * answer from what the table holds; a save that fails leaves nothing half-written that would stop
+ * the next load; a load that fails (a stored vector of another length) is a 409 that leaves no
+ * graph behind.
  */
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -157,6 +158,22 @@ for (const backend of testBackends()) {
     t.equal(after.find((entry) => entry.collection === 'pier')!.memory_index!.source, 'snapshot', 'the other graph was saved and loaded');
     t.equal((await search()).length, afterDelete.length);
     t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
+
+    // A save that fails after writing the graph (a directory holds the graph's place, so the
+    // written file cannot be renamed into it): the written file is removed, the failure logged, and
+    // the next start rebuilds despite the directory.
+    const vectorStoreDir = path.join(dataDir, 'vector-store');
+    rmSync(path.join(vectorStoreDir, `${harbourId}.usearch.partial`), { recursive: true });
+    const renaming = logLines();
+    app = (await restart({}, renaming.stream)).app;
+    t.equal((await search()).length, afterDelete.length);
+    mkdirSync(path.join(vectorStoreDir, `${harbourId}.usearch`, 'occupied'), { recursive: true });
+    app = (await restart()).app;
+    t.ok(renaming.lines.some((line) => line.level === 40 && /could not save the vector graph/.test(line.msg ?? '')), 'the failed rename is logged');
+    t.same(snapshotFiles(), [`${harbourId}.usearch`], 'the written graph file is gone; only the directory in its place stays');
+    t.equal((await search()).length, afterDelete.length, 'the collection loads despite the directory');
+    t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
+    rmSync(path.join(vectorStoreDir, `${harbourId}.usearch`), { recursive: true });
 
     // A stored vector of another length: loading the collection fails (409, the same on a retry),
     // and each failed load drops the empty graph it made instead of leaving it on the thread.

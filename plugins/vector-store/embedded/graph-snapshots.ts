@@ -91,10 +91,11 @@ export class GraphSnapshots {
 
   async remove(collectionId: string): Promise<void> {
     const files = this.files(collectionId);
+    // The manifest is what makes a snapshot usable, so failing to remove it must surface.
     await rm(files.manifest, { force: true });
-    await rm(files.graph, { force: true });
-    // What a save that failed half-way left (a directory there is not ours to remove).
-    for (const file of [`${files.manifest}.partial`, `${files.graph}.partial`]) await rm(file, { force: true }).catch(() => undefined);
+    // A graph without its manifest is never loaded; the rest is what a save that failed half-way
+    // left. Each goes on its own, and one that cannot (a directory there is not ours) stays.
+    for (const file of [files.graph, `${files.manifest}.partial`, `${files.graph}.partial`]) await rm(file, { force: true }).catch(() => undefined);
   }
 }
 
