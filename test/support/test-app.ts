@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { openDatabase } from '../../src/db/database.js';
+import { openDatabase, type Database } from '../../src/db/database.js';
 import { createServices, type AppServices } from '../../src/services.js';
 import pino from 'pino';
 
@@ -57,7 +57,7 @@ export interface TestAppOptions {
   /** Reuse this data directory (files) instead of a fresh one; it is then not removed on close. */
   dataDir?: string;
   /** Reuse an open database (restart tests); it is then not closed or dropped on close. */
-  database?: Awaited<ReturnType<typeof openDatabase>>;
+  database?: Database;
   /** Every log line of the app, at trace level, goes here (tests that inspect what is logged). */
   logStream?: pino.DestinationStream;
 }
@@ -84,11 +84,15 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     services,
     backend,
     async close() {
-      await app.close();
-      await services.stop();
-      if (!options.database) await db.close();
-      await scratch?.drop();
-      if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
+      try {
+        await app.close();
+        await services.stop();
+      } finally {
+        // Also after a stop that fails (tests of failing stop steps), which left the directory behind.
+        if (!options.database) await db.close();
+        await scratch?.drop();
+        if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
+      }
     },
   };
 }
