@@ -6,6 +6,7 @@ import pg from 'pg';
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase, type Database } from '../../src/db/database.js';
+import { runEveryStep, throwFailures } from '../../src/graceful-stop.js';
 import { createServices, type AppServices } from '../../src/services.js';
 import pino from 'pino';
 
@@ -84,15 +85,14 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     services,
     backend,
     async close() {
-      try {
-        await app.close();
-        await services.stop();
-      } finally {
-        // Also after a stop that fails (tests of failing stop steps), which left the directory behind.
-        if (!options.database) await db.close();
-        await scratch?.drop();
-        if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
-      }
+      // Every step, also after one that fails (tests of failing stop steps left their directory behind).
+      throwFailures(await runEveryStep([
+        () => app.close(),
+        () => services.stop(),
+        async () => { if (!options.database) await db.close(); },
+        async () => { await scratch?.drop(); },
+        async () => { if (!options.dataDir) await rm(dataDir, { recursive: true, force: true }); },
+      ]), 'steps of closing the test app');
     },
   };
 }
