@@ -2,7 +2,7 @@
  * Process and HTTP plumbing for the search benchmark: the compiled service on a data directory
  * that outlives it (so the embedded database can be reopened by the benchmark after a stop, and
  * the service restarted on it), a fresh PostgreSQL database, a keep-alive JSON client with
- * sub-millisecond timing, and percentile summaries.
+ * sub-millisecond timing, uploads of the corpus, and percentile summaries.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePort } from '../support/service-process.js';
+import { documentText } from './corpus.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -52,6 +53,25 @@ export async function startServiceAt(dataDir: string, env: Record<string, string
       await exited;
     },
   };
+}
+
+/**
+ * Corpus documents [first, first + count) in one POST .../documents/batch, with `metadata` for the
+ * batch. Returns how many were duplicates of documents already stored (same text, skipped by the
+ * default `on_duplicate`); a refused file throws.
+ */
+export async function uploadCorpusBatch(baseUrl: string, key: string, collection: string, first: number, count: number, metadata: Record<string, unknown> = {}): Promise<number> {
+  const form = new FormData();
+  form.append('metadata', JSON.stringify(metadata));
+  for (let index = first; index < first + count; index++) {
+    form.append('file', new Blob([documentText(index)], { type: 'text/plain' }), `doc-${String(index).padStart(6, '0')}.txt`);
+  }
+  const response = await fetch(`${baseUrl}/v1/collections/${collection}/documents/batch`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+  if (response.status !== 202) throw new Error(`batch from ${first}: ${response.status} ${await response.text()}`);
+  const { documents } = (await response.json()) as { documents: Array<{ id?: string; duplicate?: boolean }> };
+  const refused = documents.filter((document) => !document.id);
+  if (refused.length > 0) throw new Error(`batch from ${first}: ${refused.length} files refused: ${JSON.stringify(refused[0])}`);
+  return documents.filter((document) => document.duplicate).length;
 }
 
 /** Drops and recreates the database named in `url` (connecting to the server's `postgres` database). */

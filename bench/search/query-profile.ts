@@ -13,8 +13,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { bootstrapAdmin } from '../support/service-process.js';
-import { benchmarkQueries, documentText } from './corpus.js';
-import { JsonClient, startServiceAt } from './harness.js';
+import { benchmarkQueries } from './corpus.js';
+import { JsonClient, startServiceAt, uploadCorpusBatch } from './harness.js';
 
 const mode = process.argv[2] ?? 'keyword';
 const documents = Number(process.argv[3] ?? 2600);
@@ -25,16 +25,9 @@ const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-query-profile-'));
 
 async function ingest(baseUrl: string, key: string): Promise<number> {
   const client = new JsonClient(baseUrl, key);
-  await client.request('POST', '/v1/collections', { name: COLLECTION });
-  for (let first = 0; first < documents; first += 50) {
-    const form = new FormData();
-    for (let index = first; index < Math.min(first + 50, documents); index++) {
-      form.append('file', new Blob([documentText(index)], { type: 'text/plain' }), `doc-${index}.txt`);
-    }
-    const response = await fetch(`${baseUrl}/v1/collections/${COLLECTION}/documents/batch`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-    if (response.status !== 202) throw new Error(`batch from ${first}: ${response.status} ${await response.text()}`);
-  }
   try {
+    await client.request('POST', '/v1/collections', { name: COLLECTION });
+    for (let first = 0; first < documents; first += 50) await uploadCorpusBatch(baseUrl, key, COLLECTION, first, Math.min(50, documents - first));
     for (;;) {
       const { body } = await client.request<{ documents: number; chunks: number; documents_by_status: Record<string, number> }>('GET', `/v1/collections/${COLLECTION}/stats`);
       if ((body.documents_by_status.ready ?? 0) === body.documents) return body.chunks;
@@ -71,7 +64,7 @@ try {
   await service.stop();
   process.stdout.write(`${chunks} chunks; ${queries} ${mode} queries, p50 ${latencies[Math.floor(latencies.length / 2)]!.toFixed(3)} ms\n`);
   process.stdout.write(`profile in ${profileDir}; the timed queries ran from ~${timedFrom.toFixed(1)} s for ${timedSeconds.toFixed(1)} s:\n`);
-  process.stdout.write(`  npx tsx bench/search/cpu-profile-summary.ts <file> --from ${Math.ceil(timedFrom)} --to ${Math.floor(timedFrom + timedSeconds)}\n`);
+  process.stdout.write(`  npx tsx bench/search/cpu-profile-summary.ts <file> --from ${timedFrom.toFixed(1)} --to ${(timedFrom + timedSeconds).toFixed(1)}\n`);
 } finally {
   await rm(dataDir, { recursive: true, force: true });
 }

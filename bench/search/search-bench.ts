@@ -65,7 +65,7 @@ import {
   directRuntime, loadIndexes, openRawPglite, pgliteSqlRunner, pgSqlRunner, runDirect, serviceConfig, serviceIndexes, type DirectRun,
 } from './direct.js';
 import {
-  CpuMonitor, JsonClient, medianOfFields, resetPostgresDatabase, roundTo, startServiceAt, summarize, waitForQuiet,
+  CpuMonitor, JsonClient, medianOfFields, resetPostgresDatabase, roundTo, startServiceAt, summarize, uploadCorpusBatch, waitForQuiet,
   type CpuUse, type LatencySummary, type RunningService,
 } from './harness.js';
 import { startHttpFloor } from './http-floor.js';
@@ -197,25 +197,6 @@ async function uploadDocument(baseUrl: string, key: string, index: number): Prom
   return response.status === 200 ? 1 : 0;
 }
 
-/**
- * Documents [first, first + count) in one POST .../documents/batch; the batch's metadata names its
- * first document. Returns how many were duplicates of documents already stored (same text, skipped
- * by the default `on_duplicate`); a refused file stops the run.
- */
-async function uploadBatch(baseUrl: string, key: string, first: number, count: number): Promise<number> {
-  const form = new FormData();
-  form.append('metadata', JSON.stringify({ batch_first_doc: first }));
-  for (let index = first; index < first + count; index++) {
-    form.append('file', new Blob([documentText(index)], { type: 'text/plain' }), `doc-${String(index).padStart(6, '0')}.txt`);
-  }
-  const response = await fetch(`${baseUrl}/v1/collections/${COLLECTION}/documents/batch`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-  if (response.status !== 202) throw new Error(`batch from ${first}: ${response.status} ${await response.text()}`);
-  const { documents } = (await response.json()) as { documents: Array<{ id?: string; duplicate?: boolean }> };
-  const refused = documents.filter((document) => !document.id);
-  if (refused.length > 0) throw new Error(`batch from ${first}: ${refused.length} files refused: ${JSON.stringify(refused[0])}`);
-  return documents.filter((document) => document.duplicate).length;
-}
-
 async function stats(client: JsonClient): Promise<Stats> {
   return (await client.request<Stats>('GET', `/v1/collections/${COLLECTION}/stats`)).body;
 }
@@ -250,7 +231,7 @@ async function ingest(client: JsonClient, baseUrl: string, key: string, count: n
       while (cursor < last) {
         const start = cursor;
         cursor = Math.min(last, cursor + UPLOAD_BATCH);
-        duplicates += await uploadBatch(baseUrl, key, start, cursor - start);
+        duplicates += await uploadCorpusBatch(baseUrl, key, COLLECTION, start, cursor - start, { batch_first_doc: start });
       }
     }));
   } else {
