@@ -15,9 +15,8 @@ import t from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { adminTestApp, bearer, buildTestApp, createApiKey, createScratchDatabase, multipartUpload, setupAdmin, testBackends, waitForIngestion, type TestApp } from '../support/test-app.js';
-import type { GraphThread } from '../../plugins/vector-store/embedded/graph-thread.js';
 import { assertError } from '../support/assertions.js';
-import { graphsHeld, killGraphThread } from '../support/graph-thread-control.js';
+import { graphsHeld, graphThreadOf, killGraphThread } from '../support/graph-thread-control.js';
 import { logLines } from '../support/log-lines.js';
 
 const TEXTS = [
@@ -59,6 +58,8 @@ for (const backend of testBackends()) {
       t.equal(response.statusCode, 200, response.body);
       return response.json() as { store: string; settings: Record<string, unknown>; data: StorageEntry[]; total: number; limit: number; offset: number };
     };
+    /** Where harbour's in-memory index came from at its last load: `snapshot` or `rebuild`. */
+    const harbourSource = async () => (await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source;
     const search = async () => {
       const response = await app.inject({ method: 'POST', url: '/v1/collections/harbour/query', headers: admin, payload: { query: 'tide harbour water', search_mode: 'semantic', skip_cache: true } });
       t.equal(response.statusCode, 200, response.body);
@@ -104,7 +105,7 @@ for (const backend of testBackends()) {
     t.same(restarted.data.find((entry) => entry.collection === 'harbour')!.memory_index, { loaded: false }, 'nothing loads before first use');
     t.equal(restarted.settings.expansion_search, 200);
     t.same(await search(), before, 'the same answers after a restart');
-    t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'snapshot');
+    t.equal(await harbourSource(), 'snapshot');
     const harbourId = first.data[1]!.collection_id;
     const snapshotFiles = () => readdirSync(path.join(dataDir, 'vector-store')).filter((file) => file.startsWith(harbourId));
     t.same(snapshotFiles(), [], 'a snapshot is used once: taking it removes it');
@@ -123,20 +124,20 @@ for (const backend of testBackends()) {
     t.same(snapshotFiles().sort(), [`${harbourId}.json`, `${harbourId}.usearch`], 'a graph was saved at the last shutdown');
     writeFileSync(path.join(dataDir, 'vector-store', `${harbourId}.usearch`), 'not a usearch graph');
     t.same(await search(), afterDelete, 'the same answers from a rebuilt graph');
-    t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
+    t.equal(await harbourSource(), 'rebuild');
 
     // The graph thread dies: its death is logged, searches still answer, the graph it held is not
     // saved at the stop (it would load at the next start as if whole), and the next start rebuilds.
     const dying = logLines();
     app = (await restart({}, dying.stream)).app;
     t.equal((await search()).length, afterDelete.length);
-    await killGraphThread((current!.services.indexes.vectorStore as unknown as { graphs: GraphThread }).graphs);
+    await killGraphThread(graphThreadOf(current!.services.indexes.vectorStore));
     t.equal((await search()).length, afterDelete.length, 'searches answer after the thread died');
     t.ok(dying.lines.some((line) => line.level === 40 && /graph thread stopped/.test(line.msg ?? '')), 'the death is logged');
     app = (await restart()).app;
     t.same(snapshotFiles(), [], 'no graph saved for a collection whose graph thread died');
     t.equal((await search()).length, afterDelete.length);
-    t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
+    t.equal(await harbourSource(), 'rebuild');
 
     // Two collections loaded; saving one graph fails (its file cannot be written): the stop logs it
     // and goes on, the other graph is saved, and nothing half-saved is left to load.
@@ -157,7 +158,7 @@ for (const backend of testBackends()) {
     const after = (await overview()).data;
     t.equal(after.find((entry) => entry.collection === 'pier')!.memory_index!.source, 'snapshot', 'the other graph was saved and loaded');
     t.equal((await search()).length, afterDelete.length);
-    t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
+    t.equal(await harbourSource(), 'rebuild');
 
     // A save that fails after writing the graph (a directory holds the graph's place, so the
     // written file cannot be renamed into it): the written file is removed, the failure logged, and
@@ -172,13 +173,13 @@ for (const backend of testBackends()) {
     t.ok(renaming.lines.some((line) => line.level === 40 && /could not save the vector graph/.test(line.msg ?? '')), 'the failed rename is logged');
     t.same(snapshotFiles(), [`${harbourId}.usearch`], 'the written graph file is gone; only the directory in its place stays');
     t.equal((await search()).length, afterDelete.length, 'the collection loads despite the directory');
-    t.equal((await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source, 'rebuild');
+    t.equal(await harbourSource(), 'rebuild');
     rmSync(path.join(vectorStoreDir, `${harbourId}.usearch`), { recursive: true });
 
     // A stored vector of another length: loading the collection fails (409, the same on a retry),
     // and each failed load drops the empty graph it made instead of leaving it on the thread.
     app = (await restart()).app;
-    const graphs = (current!.services.indexes.vectorStore as unknown as { graphs: GraphThread }).graphs;
+    const graphs = graphThreadOf(current!.services.indexes.vectorStore);
     t.equal(await searchPier(), 1);
     const heldBefore = graphsHeld(graphs);
     await current!.services.sql(`update embedded_vectors set embedding = 'AAAAAA==' where chunk_key = (select min(chunk_key) from embedded_vectors e join collections c on c.id = e.collection_id where c.name = 'harbour')`);

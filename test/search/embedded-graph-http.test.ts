@@ -6,10 +6,9 @@
  */
 import t from 'tap';
 import { localEmbeddingPlugin } from '../../plugins/embedding/local/index.js';
-import type { GraphThread } from '../../plugins/vector-store/embedded/graph-thread.js';
 import type { EmbeddedVectorStore } from '../../plugins/vector-store/embedded/index.js';
 import { defaultSearchThresholds } from '../../plugins/vector-store/embedded/filtered-search.js';
-import { killGraphThread, recordGraphRequests } from '../support/graph-thread-control.js';
+import { graphThreadOf, killGraphThread, recordGraphRequests } from '../support/graph-thread-control.js';
 import { adminTestApp, createTestCollection } from '../support/test-app.js';
 
 const DIMENSION = 8;
@@ -63,7 +62,7 @@ t.test('semantic queries above the exact-search threshold, with the graph thread
   };
 
   const store = services.indexes.vectorStore as EmbeddedVectorStore;
-  const graphs = (store as unknown as { graphs: GraphThread }).graphs;
+  const graphs = graphThreadOf(store);
   const requests = recordGraphRequests(graphs);
   const graphSearches = () => requests.filter((op) => op === 'search').length;
 
