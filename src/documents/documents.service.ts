@@ -14,24 +14,32 @@ export interface StoredUpload {
 }
 
 /**
- * Streams an upload into the file store, hashing and counting on the way, so a file is never
- * held whole in memory. `isTruncated` reports the multipart size limit being hit.
+ * Stores an upload, hashing and counting its bytes: a stream on the way into the file store, so a
+ * file is never held whole in memory; a small upload that arrived whole as one Buffer. `isTruncated`
+ * reports the multipart size limit being hit.
  */
-export async function storeUpload(files: FileStore, collectionId: string, source: Readable, isTruncated: () => boolean, limitBytes: number): Promise<StoredUpload> {
+export async function storeUpload(files: FileStore, collectionId: string, source: Readable | Buffer, isTruncated: () => boolean, limitBytes: number): Promise<StoredUpload> {
   const storageKey = `${collectionId}/${randomUUID()}`;
   const hash = createHash('sha256');
   let sizeBytes = 0;
-  const meter = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      hash.update(chunk);
-      sizeBytes += chunk.length;
-      callback(null, chunk);
-    },
-  });
-  // pipe() does not forward errors: a client that goes away mid-file must fail the write, not stall it.
-  source.once('error', (error) => meter.destroy(error));
+  let stored: Readable | Buffer = source;
+  if (Buffer.isBuffer(source)) {
+    hash.update(source);
+    sizeBytes = source.length;
+  } else {
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        hash.update(chunk);
+        sizeBytes += chunk.length;
+        callback(null, chunk);
+      },
+    });
+    // pipe() does not forward errors: a client that goes away mid-file must fail the write, not stall it.
+    source.once('error', (error) => meter.destroy(error));
+    stored = source.pipe(meter);
+  }
   try {
-    await files.write(storageKey, source.pipe(meter));
+    await files.write(storageKey, stored);
   } catch (error) {
     // A client that hangs up mid-file leaves a partial file: nothing half-written stays behind.
     await files.remove(storageKey).catch(() => undefined);

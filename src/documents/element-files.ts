@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import type { CollectionRecord } from '../db/entities/index.js';
 import type { DocumentElement } from '../plugins.js';
 import type { FileStore } from '../storage/file-store.js';
@@ -46,7 +45,7 @@ export async function storeElementImages(
   for (const [index, element] of elements.entries()) {
     if (element.type !== 'image' || !element.image || element.image.data.length === 0) continue;
     const key = `${prefix}/${index}`;
-    await runtime.files.write(key, Readable.from([element.image.data]));
+    await runtime.files.write(key, element.image.data);
     const caption = collection.multimodalEnrichmentEnabled ? await runtime.captioner.caption(element.image) : null;
     files[index] = {
       storage_key: key, content_type: element.image.contentType, size_bytes: element.image.data.length,

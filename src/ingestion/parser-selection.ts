@@ -142,22 +142,22 @@ export async function detectParser(parsers: readonly Parser[], sample: FileSampl
 
 export interface InspectedUpload {
   choice: ParserChoice;
-  /** The whole upload, first bytes included, to store. */
-  stream: Readable;
+  /** The whole upload, first bytes included, to store: the bytes themselves when it fit in the sample. */
+  content: Buffer | Readable;
 }
 
 /**
- * Judges an upload stream by its first UPLOAD_SAMPLE_BYTES and returns the parser choice with a
- * stream of the whole file. A refused upload's stream is drained (so a multipart body can go on
- * to its next part) before the 400/415 is thrown.
+ * Judges an upload stream by its first UPLOAD_SAMPLE_BYTES and returns the parser choice with the
+ * whole file. A refused upload's stream is drained (so a multipart body can go on to its next
+ * part) before the 400/415 is thrown.
  */
 export async function inspectUpload(parsers: readonly Parser[], upload: { filename: string; contentType: string | undefined; stream: Readable }): Promise<InspectedUpload> {
-  const { head, complete, stream } = await readStreamHead(upload.stream, UPLOAD_SAMPLE_BYTES);
+  const { head, complete, content } = await readStreamHead(upload.stream, UPLOAD_SAMPLE_BYTES);
   try {
     const choice = await detectParser(parsers, { filename: upload.filename, contentType: upload.contentType, data: head, complete });
-    return { choice, stream };
+    return { choice, content };
   } catch (error) {
-    stream.resume();
+    if (!Buffer.isBuffer(content)) content.resume();
     throw error;
   }
 }

@@ -1,6 +1,7 @@
 /**
- * The first bytes of a stream, to judge a file by its content while it is still arriving, and a
- * stream that replays the whole file (those bytes, then the rest) for whoever stores it.
+ * The first bytes of a stream, to judge a file by its content while it is still arriving, and the
+ * whole file for whoever stores it: those bytes alone when the stream ended within them, else a
+ * stream that replays them and then the rest.
  */
 import { PassThrough, type Readable } from 'node:stream';
 
@@ -9,8 +10,8 @@ export interface StreamHead {
   head: Buffer;
   /** True when the stream ended within the head: `head` is the whole file. */
   complete: boolean;
-  /** The whole content again, from the first byte. */
-  stream: Readable;
+  /** The whole content again, from the first byte: `head` itself when `complete`. */
+  content: Buffer | Readable;
 }
 
 export function readStreamHead(source: Readable, bytes: number): Promise<StreamHead> {
@@ -23,15 +24,16 @@ export function readStreamHead(source: Readable, bytes: number): Promise<StreamH
       source.off('error', onError);
       source.pause();
       const head = Buffer.concat(chunks);
+      if (complete) {
+        resolve({ head, complete, content: head });
+        return;
+      }
       const stream = new PassThrough();
       stream.write(head);
-      if (complete) stream.end();
-      else {
-        // pipe() does not forward errors: a client that goes away mid-upload must still end the copy.
-        source.once('error', (error) => stream.destroy(error));
-        source.pipe(stream);
-      }
-      resolve({ head: head.subarray(0, bytes), complete, stream });
+      // pipe() does not forward errors: a client that goes away mid-upload must still end the copy.
+      source.once('error', (error) => stream.destroy(error));
+      source.pipe(stream);
+      resolve({ head: head.subarray(0, bytes), complete, content: stream });
     };
     const onData = (chunk: Buffer) => {
       chunks.push(chunk);

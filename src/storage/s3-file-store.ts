@@ -51,8 +51,10 @@ export class S3FileStore implements FileStore {
     return `${this.prefix}${key}`;
   }
 
-  async write(key: string, source: Readable): Promise<void> {
+  async write(key: string, content: Readable | Buffer): Promise<void> {
     const objectKey = this.objectKey(key);
+    // A Buffer iterates byte by byte: as one chunk it takes the same path as a stream's chunks.
+    const source = Buffer.isBuffer(content) ? [content] : content;
     let pending: Buffer[] = [];
     let pendingBytes = 0;
     let uploadId: string | undefined;

@@ -71,7 +71,7 @@ async function receiveFile(part: MultipartFile, options: ReceiveOptions): Promis
     throw error;
   }
   try {
-    const upload = await storeUpload(options.files, options.collectionId, inspected.stream, () => part.file.truncated, options.limitBytes);
+    const upload = await storeUpload(options.files, options.collectionId, inspected.content, () => part.file.truncated, options.limitBytes);
     return { filename, contentType: inspected.choice.contentType, upload };
   } catch (error) {
     if (error instanceof PayloadTooLargeError) return { filename, refusal: new PayloadTooLargeError(`${filename}: ${error.message}`) };

@@ -227,10 +227,13 @@ for (const backend of testBackends()) {
       const id = uploaded.json().id as string;
       const before = (await app.inject({ url: `/v1/collections/rechunk/documents/${id}/chunks`, headers: admin })).json();
 
+      // Workers paused: otherwise one may finish the reprocessing before the second request arrives.
+      await ctx.services.ingestion.stop();
       const response = await app.inject({ method: 'POST', url: `/v1/collections/rechunk/documents/${id}/reprocess`, headers: admin });
       t.equal(response.statusCode, 202);
       t.match(response.json(), { id, status: 'pending', progress: { message: /reprocess/ } });
       assertError(t, await app.inject({ method: 'POST', url: `/v1/collections/rechunk/documents/${id}/reprocess`, headers: admin }), 409, /already queued/, 'reprocess while pending');
+      await ctx.services.start();
       await waitForIngestion(app, 'rechunk', admin);
       const after = (await app.inject({ url: `/v1/collections/rechunk/documents/${id}/chunks`, headers: admin })).json();
       t.same(after.data.map((chunk: any) => chunk.text), before.data.map((chunk: any) => chunk.text), 'the same chunks again');

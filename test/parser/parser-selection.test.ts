@@ -84,17 +84,18 @@ t.test('text: the name picks among text formats; the content decides when the na
   t.same(await choose('upload', '<html><body>hi</body></html>'), ['html', 'text/html'], 'sniffed HTML');
 });
 
-t.test('inspectUpload: judges the first 64 KB and hands back the whole stream', async (t) => {
+t.test('inspectUpload: judges the first 64 KB and hands back the whole file, as a stream or, when it fit, as bytes', async (t) => {
   const body = `${'harbour log line\n'.repeat(12_000)}the end`;
   t.ok(body.length > 3 * UPLOAD_SAMPLE_BYTES);
   const chunked = Readable.from(Array.from({ length: Math.ceil(body.length / 1000) }, (_, index) => Buffer.from(body.slice(index * 1000, (index + 1) * 1000))));
   const inspected = await inspectUpload(parsers, { filename: 'log.txt', contentType: 'text/plain', stream: chunked });
   t.equal(inspected.choice.parser.name, 'text');
-  t.equal(await streamText(inspected.stream), body, 'every byte, in order');
+  t.notOk(Buffer.isBuffer(inspected.content), 'a file longer than the sample stays a stream');
+  t.equal(await streamText(inspected.content as Readable), body, 'every byte, in order');
 
   const small = await inspectUpload(parsers, { filename: 'n.md', contentType: undefined, stream: Readable.from([Buffer.from('# Hi')]) });
   t.equal(small.choice.parser.name, 'markdown');
-  t.equal(await streamText(small.stream), '# Hi');
+  t.same(small.content, Buffer.from('# Hi'), 'a file within the sample is handed back as its bytes');
 
   const refused = Readable.from([buildPng(), randomBytes(200_000)]);
   const error = await inspectUpload(parsers, { filename: 'p.png', contentType: 'image/png', stream: refused }).catch((caught: unknown) => caught);

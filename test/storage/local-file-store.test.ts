@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import t from 'tap';
-import { LocalFileStore } from '../../src/storage/file-store.js';
+import { BLOCKING_FILE_IO_BYTES, LocalFileStore } from '../../src/storage/file-store.js';
 
 async function storeIn(t: { teardown(fn: () => Promise<void>): void }) {
   const root = await mkdtemp(path.join(os.tmpdir(), 'rs-file-store-'));
@@ -52,4 +52,26 @@ t.test('a source that has already ended writes an empty file instead of hanging'
   await new Promise((resolve) => source.once('end', resolve));
   await store.write('collection/empty', source);
   t.same(await store.read('collection/empty'), Buffer.alloc(0));
+});
+
+t.test('bytes given whole read back byte for byte, within the blocking-I/O size and beyond it', async (t) => {
+  const { store } = await storeIn(t);
+  const small = Buffer.alloc(BLOCKING_FILE_IO_BYTES, 7);
+  const large = Buffer.alloc(BLOCKING_FILE_IO_BYTES + 1, 9);
+  await store.write('collection/small', small);
+  await store.write('other-collection/large', large);
+  t.same(await store.read('collection/small'), small);
+  t.same(await store.read('other-collection/large'), large);
+  t.equal(await store.size('other-collection/large'), large.length);
+});
+
+t.test('a small write or read that fails rejects instead of throwing', async (t) => {
+  const { root, store } = await storeIn(t);
+  await writeFile(path.join(root, 'collection'), 'a file where the directory should be');
+  const writing = store.write('collection/first', Buffer.from('hello'));
+  t.type(writing, Promise);
+  await t.rejects(writing, { code: 'EEXIST' });
+  const reading = store.read('missing/key');
+  t.type(reading, Promise);
+  await t.rejects(reading, { code: 'ENOENT' });
 });

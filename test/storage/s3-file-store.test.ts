@@ -79,7 +79,10 @@ t.test('file store behaviour, local and S3', async (t) => {
       t.equal(await store.size('c1/big'), big.size);
       t.equal(createHash('sha256').update(await store.read('c1/big')).digest('hex'), big.sha256, 'the large file reads back intact');
 
-      await store.write('c1/elements/d1/0', Readable.from([Buffer.from('png')]));
+      await store.write('c1/whole', Buffer.from('bytes given whole'));
+      t.equal((await store.read('c1/whole')).toString(), 'bytes given whole', 'a Buffer is stored as it is');
+
+      await store.write('c1/elements/d1/0', Buffer.from('png'));
       await store.write('c1/elements/d1/1', Readable.from([Buffer.from('jpg')]));
       await store.remove('c1/elements/d1');
       await t.rejects(store.read('c1/elements/d1/0'), 'a prefix removes every key below it');
