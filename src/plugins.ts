@@ -7,7 +7,8 @@
 // ---------- embedding ----------
 
 export interface EmbeddingResult {
-  vectors: number[][];
+  /** One per text, in order; float32, the precision every vector store here indexes at. */
+  vectors: Float32Array[];
   /** Tokens the provider billed for (0 for local models). */
   tokens: number;
 }

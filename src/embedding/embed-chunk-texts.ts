@@ -21,9 +21,9 @@ export function isRetryableEmbeddingFailure(error: unknown): boolean {
 /** Embeds the chunk texts of one claimed batch, in order, checking each vector against the collection's dimension. */
 export async function embedChunkTexts(
   model: EmbeddingModel, texts: readonly string[], dimension: number, onProgress: (embedded: number) => Promise<void>,
-): Promise<number[][]> {
+): Promise<Float32Array[]> {
   let embedded = 0;
-  const calls: Array<Promise<number[][]>> = [];
+  const calls: Array<Promise<Float32Array[]>> = [];
   for (let start = 0; start < texts.length; start += TEXTS_PER_CALL) {
     const slice = texts.slice(start, start + TEXTS_PER_CALL);
     calls.push(model.embed(slice, 'document').then(async (result) => {

@@ -20,16 +20,16 @@ export function modelKey(identity: EmbeddingIdentity): string {
 }
 
 
-function encodeVector(vector: readonly number[]): string {
-  return Buffer.from(Float32Array.from(vector).buffer).toString('base64');
+function encodeVector(vector: Float32Array): string {
+  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64');
 }
 
-function decodeVector(encoded: string): number[] {
+function decodeVector(encoded: string): Float32Array {
   const bytes = Buffer.from(encoded, 'base64');
   // Copied into a fresh buffer: a decoded Buffer may start at an offset that is not 4-aligned.
   const floats = new Float32Array(bytes.length / 4);
   new Uint8Array(floats.buffer).set(bytes);
-  return Array.from(floats);
+  return floats;
 }
 
 /**
@@ -40,8 +40,8 @@ function decodeVector(encoded: string): number[] {
 export class EmbeddingCache {
   constructor(private readonly sql: SqlRunner) {}
 
-  async lookup(key: string, hashes: readonly string[]): Promise<Map<string, number[]>> {
-    const found = new Map<string, number[]>();
+  async lookup(key: string, hashes: readonly string[]): Promise<Map<string, Float32Array>> {
+    const found = new Map<string, Float32Array>();
     for (let start = 0; start < hashes.length; start += ROWS_PER_STATEMENT) {
       const rows = await this.sql<{ text_hash: string; embedding: string }>(
         'select text_hash, embedding from embedding_cache where model_key = ? and text_hash = any(?::text[])',
@@ -52,7 +52,7 @@ export class EmbeddingCache {
     return found;
   }
 
-  async store(key: string, entries: ReadonlyArray<{ hash: string; vector: readonly number[] }>): Promise<void> {
+  async store(key: string, entries: ReadonlyArray<{ hash: string; vector: Float32Array }>): Promise<void> {
     for (let start = 0; start < entries.length; start += ROWS_PER_STATEMENT) {
       const rows = entries.slice(start, start + ROWS_PER_STATEMENT).map((entry) => ({ h: entry.hash, e: encodeVector(entry.vector) }));
       await this.sql(

@@ -63,7 +63,7 @@ export class RemoteEmbeddingModel implements EmbeddingModel {
       if (!Array.isArray(vector) || !vector.every((value) => typeof value === 'number' && Number.isFinite(value))) {
         throw new ProviderError(`${provider} returned an embedding that is not a list of numbers`, false);
       }
-      return vector as number[];
+      return Float32Array.from(vector as number[]);
     });
     const expected = this.options.dimension ?? vectors[0]!.length;
     const wrong = vectors.find((vector) => vector.length !== expected);

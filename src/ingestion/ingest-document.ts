@@ -178,11 +178,11 @@ async function replaceElements(runtime: IngestionRuntime, collection: Collection
 }
 
 /** Chunk rows, then both indexes, for one slice of chunks and their vectors. */
-async function writeChunks(runtime: IngestionRuntime, collection: CollectionRecord, rows: ChunkRow[], vectors: number[][]): Promise<void> {
+async function writeChunks(runtime: IngestionRuntime, collection: CollectionRecord, rows: ChunkRow[], vectors: Float32Array[]): Promise<void> {
   const keys = await insertChunks(runtime.sql, collection.id, rows);
   await runtime.keywordIndex.add(collection.id, rows.map((row, index) => ({ key: keys[index]!, text: row.text, metadata: row.metadata, tenant: row.tenant })));
   await runtime.vectorStore.upsert(rows.map((row, index) => ({
-    key: keys[index]!, collectionId: collection.id, documentId: row.documentId, embedding: Float32Array.from(vectors[index]!), metadata: row.metadata, tenant: row.tenant,
+    key: keys[index]!, collectionId: collection.id, documentId: row.documentId, embedding: vectors[index]!, metadata: row.metadata, tenant: row.tenant,
   })));
 }
 
@@ -200,7 +200,7 @@ type Progress = (stage: string, percent: number, message: string) => Promise<voi
 async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], progress: Progress): Promise<void> {
   const rows = chunkRows(documents);
   const model = runtime.embeddingModelFor(collection);
-  const embedSlice = (start: number): Promise<number[][]> => {
+  const embedSlice = (start: number): Promise<Float32Array[]> => {
     const texts = rows.slice(start, start + CHUNK_SLICE).map((row) => row.text);
     const embedding = embedChunkTexts(model, texts, collection.dimension, (embedded) =>
       progress('embedding', 25 + (65 * (start + embedded)) / rows.length, `embedded ${start + embedded} of ${rows.length} chunks`),

@@ -121,7 +121,7 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
     const [embedded, embeddingMs] = await timed(() => model.embed([input.query], 'query'));
     timings.embedding_ms = round(embeddingMs);
     const [hits, searchMs] = await timed(() => runtime.indexes.vectorStore.search({
-      collectionId: collection.id, embedding: Float32Array.from(embedded.vectors[0]!), topK: depth, filter, tenant,
+      collectionId: collection.id, embedding: embedded.vectors[0]!, topK: depth, filter, tenant,
     }));
     timings.semantic_ms = round(searchMs);
     return hits;

@@ -35,7 +35,7 @@ t.test('semantic queries above the exact-search threshold, with the graph thread
   const model = localEmbeddingPlugin.create({ dimension: DIMENSION }, {});
   const embeddings = new Map<string, number[]>();
   const texts = Array.from({ length: COUNT }, (_, n) => textOf(n));
-  const { vectors } = await model.embed(texts, 'document');
+  const vectors = (await model.embed(texts, 'document')).vectors.map((vector) => Array.from(vector));
   texts.forEach((_, n) => embeddings.set(`m${n}`, vectors[n]!));
 
   const upsert = async (items: Array<{ id: string; embedding: number[]; text: string }>) => {
@@ -46,7 +46,7 @@ t.test('semantic queries above the exact-search threshold, with the graph thread
     await upsert(texts.slice(start, start + 3_000).map((text, offset) => ({ id: `m${start + offset}`, embedding: vectors[start + offset]!, text })));
   }
 
-  const queryVectorOf = async (query: string) => (await model.embed([query], 'query')).vectors[0]!;
+  const queryVectorOf = async (query: string) => Array.from((await model.embed([query], 'query')).vectors[0]!);
   /** Cosine scores of the exact top 10, best first. */
   const exactTopScores = async (query: string) => {
     const queryVector = await queryVectorOf(query);

@@ -17,9 +17,9 @@ export class EmbeddingThreads {
   constructor(private readonly size = Math.max(1, Math.min(4, os.availableParallelism() - 1))) {}
 
   /** `texts` embedded row-major into one matrix, on the least busy thread. */
-  async embed(texts: string[], dimension: number): Promise<Float64Array> {
+  async embed(texts: string[], dimension: number): Promise<Float32Array> {
     try {
-      return await this.leastBusy().request<Float64Array>({ texts, dimension });
+      return await this.leastBusy().request<Float32Array>({ texts, dimension });
     } catch (error) {
       throw new Error(`local embedding failed: ${(error as Error).message}`);
     }

@@ -1,7 +1,7 @@
 /**
- * The thread side of embedding-threads.ts: embeds a batch of texts into one Float64Array, row-major,
- * `dimension` values a text (the precision hashedTextVector computes in, so threaded and in-place
- * vectors are identical), and hands its buffer back without copying.
+ * The thread side of embedding-threads.ts: embeds a batch of texts into one Float32Array, row-major,
+ * `dimension` values a text (rounded from hashedTextVector's float64 as in-place vectors are, so
+ * both are identical), and hands its buffer back without copying.
  */
 import { parentPort } from 'node:worker_threads';
 import { errorFields, READY_ID, type ThreadAnswer } from '../../../src/threads/thread-requests.js';
@@ -16,7 +16,7 @@ interface EmbeddingTask {
 const port = parentPort!;
 port.on('message', ({ id, texts, dimension }: EmbeddingTask) => {
   try {
-    const matrix = new Float64Array(texts.length * dimension);
+    const matrix = new Float32Array(texts.length * dimension);
     texts.forEach((text, row) => matrix.set(hashedTextVector(text, dimension), row * dimension));
     port.postMessage({ id, result: matrix } satisfies ThreadAnswer, [matrix.buffer]);
   } catch (error) {

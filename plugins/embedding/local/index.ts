@@ -26,10 +26,11 @@ class LocalHashEmbeddingModel implements EmbeddingModel {
   /** Documents and queries share one space: the hashing is symmetric, `purpose` changes nothing. */
   async embed(texts: string[], _purpose: 'document' | 'query'): Promise<EmbeddingResult> {
     if (texts.length < threadedBatchMinimum) {
-      return { vectors: texts.map((text) => Array.from(hashedTextVector(text, this.dimension))), tokens: 0 };
+      return { vectors: texts.map((text) => Float32Array.from(hashedTextVector(text, this.dimension))), tokens: 0 };
     }
     const matrix = await threads.embed(texts, this.dimension);
-    const vectors = texts.map((_, row) => Array.from(matrix.subarray(row * this.dimension, (row + 1) * this.dimension)));
+    // Views of the one matrix, not copies: every consumer reads or copies them.
+    const vectors = texts.map((_, row) => matrix.subarray(row * this.dimension, (row + 1) * this.dimension));
     return { vectors, tokens: 0 };
   }
 }
