@@ -6,6 +6,7 @@ import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
 import type { KeywordIndex } from '../search/keyword/keyword-index.js';
 import type { FileStore } from '../storage/file-store.js';
+import { yieldToEventLoop } from './event-loop-yield.js';
 import { detectParser } from './parser-selection.js';
 
 export interface IngestionRuntime {
@@ -285,6 +286,7 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
   for (const [index, row] of rows.entries()) {
     const original = nextOriginal;
     if (index + 1 < rows.length) nextOriginal = readOriginal(runtime, rows[index + 1]!);
+    await yieldToEventLoop();
     try {
       documents.push(await parseAndChunk(runtime, collection, row, original));
     } catch (error) {
