@@ -13,6 +13,19 @@ export interface StoredUpload {
   sha256: string;
 }
 
+/** `source` passed on as it arrives, each chunk counted on the way. */
+function metered(source: Readable, count: (chunk: Buffer) => void): Readable {
+  const meter = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      count(chunk);
+      callback(null, chunk);
+    },
+  });
+  // pipe() does not forward errors: a client that goes away mid-file must fail the write, not stall it.
+  source.once('error', (error) => meter.destroy(error));
+  return source.pipe(meter);
+}
+
 /**
  * Stores an upload, hashing and counting its bytes: a stream on the way into the file store, so a
  * file is never held whole in memory; a small upload that arrived whole as one Buffer. `isTruncated`
@@ -22,22 +35,12 @@ export async function storeUpload(files: FileStore, collectionId: string, source
   const storageKey = `${collectionId}/${randomUUID()}`;
   const hash = createHash('sha256');
   let sizeBytes = 0;
-  let stored: Readable | Buffer = source;
-  if (Buffer.isBuffer(source)) {
-    hash.update(source);
-    sizeBytes = source.length;
-  } else {
-    const meter = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        hash.update(chunk);
-        sizeBytes += chunk.length;
-        callback(null, chunk);
-      },
-    });
-    // pipe() does not forward errors: a client that goes away mid-file must fail the write, not stall it.
-    source.once('error', (error) => meter.destroy(error));
-    stored = source.pipe(meter);
-  }
+  const count = (bytes: Buffer) => {
+    hash.update(bytes);
+    sizeBytes += bytes.length;
+  };
+  if (Buffer.isBuffer(source)) count(source);
+  const stored = Buffer.isBuffer(source) ? source : metered(source, count);
   try {
     await files.write(storageKey, stored);
   } catch (error) {

@@ -6,7 +6,7 @@ import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
 import type { KeywordIndex } from '../search/keyword/keyword-index.js';
 import type { FileStore } from '../storage/file-store.js';
-import { yieldToEventLoop } from './event-loop-yield.js';
+import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
 import { detectParser } from './parser-selection.js';
 
 export interface IngestionRuntime {
@@ -286,7 +286,12 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
   for (const [index, row] of rows.entries()) {
     const original = nextOriginal;
     if (index + 1 < rows.length) nextOriginal = readOriginal(runtime, rows[index + 1]!);
-    await yieldToEventLoop();
+    // Lets requests that arrived meanwhile be answered. PGlite runs statements synchronously and
+    // small originals are read with blocking calls, so a batch otherwise awaits only microtasks and
+    // holds the thread to its end (a batch-status request waited 600 ms over 200 documents). Once a
+    // document, where the asynchronous read used to let requests in: yielding around every write as
+    // well measured 604-716 against 690-852 chunks/s, as uploads ran ahead of the workers.
+    await nextEventLoopTurn();
     try {
       documents.push(await parseAndChunk(runtime, collection, row, original));
     } catch (error) {

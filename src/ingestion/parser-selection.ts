@@ -152,9 +152,9 @@ export interface InspectedUpload {
  * part) before the 400/415 is thrown.
  */
 export async function inspectUpload(parsers: readonly Parser[], upload: { filename: string; contentType: string | undefined; stream: Readable }): Promise<InspectedUpload> {
-  const { head, complete, content } = await readStreamHead(upload.stream, UPLOAD_SAMPLE_BYTES);
+  const { head, content } = await readStreamHead(upload.stream, UPLOAD_SAMPLE_BYTES);
   try {
-    const choice = await detectParser(parsers, { filename: upload.filename, contentType: upload.contentType, data: head, complete });
+    const choice = await detectParser(parsers, { filename: upload.filename, contentType: upload.contentType, data: head, complete: Buffer.isBuffer(content) });
     return { choice, content };
   } catch (error) {
     if (!Buffer.isBuffer(content)) content.resume();

@@ -8,9 +8,7 @@ import { PassThrough, type Readable } from 'node:stream';
 export interface StreamHead {
   /** Up to the requested number of bytes (fewer when the stream is shorter). */
   head: Buffer;
-  /** True when the stream ended within the head: `head` is the whole file. */
-  complete: boolean;
-  /** The whole content again, from the first byte: `head` itself when `complete`. */
+  /** The whole content again, from the first byte: `head` itself when the stream ended within it. */
   content: Buffer | Readable;
 }
 
@@ -25,7 +23,7 @@ export function readStreamHead(source: Readable, bytes: number): Promise<StreamH
       source.pause();
       const head = Buffer.concat(chunks);
       if (complete) {
-        resolve({ head, complete, content: head });
+        resolve({ head, content: head });
         return;
       }
       const stream = new PassThrough();
@@ -33,7 +31,7 @@ export function readStreamHead(source: Readable, bytes: number): Promise<StreamH
       // pipe() does not forward errors: a client that goes away mid-upload must still end the copy.
       source.once('error', (error) => stream.destroy(error));
       source.pipe(stream);
-      resolve({ head: head.subarray(0, bytes), complete, content: stream });
+      resolve({ head: head.subarray(0, bytes), content: stream });
     };
     const onData = (chunk: Buffer) => {
       chunks.push(chunk);

@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -73,14 +73,13 @@ export class LocalFileStore implements FileStore {
   async write(key: string, source: Readable | Buffer): Promise<void> {
     const target = this.resolve(key);
     const directory = path.dirname(target);
-    const blocking = Buffer.isBuffer(source) && source.length <= BLOCKING_FILE_IO_BYTES;
+    // Once per directory (a collection's, or a document's images): blocking costs less than the trip.
     if (!this.madeDirectories.has(directory)) {
-      if (blocking) mkdirSync(directory, { recursive: true });
-      else await mkdir(directory, { recursive: true });
+      mkdirSync(directory, { recursive: true });
       this.madeDirectories.add(directory);
     }
     if (!Buffer.isBuffer(source)) await copyToFile(source, target);
-    else if (blocking) writeFileSync(target, source);
+    else if (source.length <= BLOCKING_FILE_IO_BYTES) writeFileSync(target, source);
     else await writeFile(target, source);
   }
 
