@@ -18,6 +18,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** Largest uploaded file accepted, in bytes. */
   uploadLimitBytes: number;
+  /** Originals up to this size (and under the 64 KB an upload is judged by) are kept in the database rather than the file store; 0 keeps every one as a file. */
+  originalsInDatabaseMaxBytes: number;
   /** Ingestion jobs processed at once by this process; 0 runs no in-process workers. */
   workerConcurrency: number;
   /** How long an API key lookup may be answered from memory before the database is asked again. */
@@ -107,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024),
     uploadLimitBytes: integer(env, 'UPLOAD_LIMIT_BYTES', 100 * 1024 * 1024, 1024),
+    originalsInDatabaseMaxBytes: integer(env, 'ORIGINALS_IN_DATABASE_MAX_BYTES', 64 * 1024),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 2),
     apiKeyCacheMs: integer(env, 'API_KEY_CACHE_MS', 2000),
     queryCacheMaxBytes: integer(env, 'QUERY_CACHE_MAX_MB', 64) * 1024 * 1024,

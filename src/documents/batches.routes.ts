@@ -31,7 +31,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const { outcomes, fields } = await receiveMultipartFiles(request, {
       files, parsers: services.parsers, collectionId: collection.id, limitBytes: services.config.uploadLimitBytes,
-      refusals: 'collect', partRule: 'Send the files in multipart parts named "file"',
+      refusals: 'collect', inlineMaxBytes: services.config.originalsInDatabaseMaxBytes, partRule: 'Send the files in multipart parts named "file"',
     });
     if (outcomes.length === 0) throw new BadRequestError('No files in the batch: send each in a multipart part named "file"');
     const batchId = newBatchId();

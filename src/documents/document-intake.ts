@@ -1,7 +1,7 @@
 import type { CollectionRecord, DocumentRecord } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
 import type { JobQueue } from '../ingestion/job-queue.js';
-import { createDocuments, documentFromRow, serializeDocument, type DocumentRow, type NewDocumentInput } from './documents.service.js';
+import { createDocuments, discardUpload, documentFromRow, serializeDocument, type DocumentRow, type NewDocumentInput } from './documents.service.js';
 import { removalRuntime, removeDocuments, type RemovalRuntime } from './document-removal.js';
 import { checkMetadata } from './metadata-rules.js';
 
@@ -75,7 +75,7 @@ export async function admitFiles(runtime: IntakeRuntime, collection: CollectionR
   });
 
   const created = await createDocuments(runtime.sql, runtime.jobs, collection, toCreate, { metadata: options.metadata, tenant, batchId: options.batchId });
-  for (const [index, step] of plan.entries()) if (!('created' in step)) await runtime.files.remove(files[index]!.upload.storageKey);
+  for (const [index, step] of plan.entries()) if (!('created' in step)) await discardUpload(runtime.files, files[index]!.upload);
   const replaced = options.onDuplicate === 'replace' ? copies : [];
   // The old copies go once the new documents exist, so a failure above leaves them in place.
   await removeDocuments(runtime, collection, replaced.map((copy) => ({ id: copy.id, storageKey: copy.storageKey ?? null })));

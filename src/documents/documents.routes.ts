@@ -12,7 +12,7 @@ import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles } from '../uploads/multipart-files.js';
 import { admitFiles, intakeRuntime, parseOnDuplicate, serializeAdmitted } from './document-intake.js';
 import { removeDocument, removalRuntime } from './document-removal.js';
-import { DOCUMENT_SORT_FIELDS, getDocument, listDocuments, serializeDocument } from './documents.service.js';
+import { discardUpload, DOCUMENT_SORT_FIELDS, getDocument, listDocuments, serializeDocument } from './documents.service.js';
 import { ELEMENT_COLUMNS, openElementContent, serializeElement, type ElementRow } from './element-content.js';
 import { reprocessCollection, reprocessDocument } from './reprocessing.js';
 import { parseMetadataField } from './metadata-rules.js';
@@ -42,7 +42,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const { outcomes, fields } = await receiveMultipartFiles(request, {
       files, parsers: services.parsers, collectionId: collection.id, limitBytes: services.config.uploadLimitBytes,
-      refusals: 'throw', maxFiles: 1, partRule: 'Send exactly one file, in the "file" part',
+      refusals: 'throw', inlineMaxBytes: services.config.originalsInDatabaseMaxBytes, maxFiles: 1, partRule: 'Send exactly one file, in the "file" part',
     });
     const [file] = outcomes;
     if (!file || isRefused(file)) throw new BadRequestError('No file in the upload: send it in a multipart part named "file"');
@@ -52,7 +52,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
       });
       return reply.code(admitted!.duplicate ? 200 : 202).send(serializeAdmitted(admitted!, collection.name));
     } catch (error) {
-      await files.remove(file.upload.storageKey);
+      await discardUpload(files, file.upload);
       throw error;
     }
   });

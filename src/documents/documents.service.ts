@@ -7,10 +7,23 @@ import type { JobQueue } from '../ingestion/job-queue.js';
 import type { SqlRunner } from '../plugins.js';
 import type { FileStore } from '../storage/file-store.js';
 
+/** An upload's bytes are in the file store (`storageKey`) or, when small, held in memory for the database (`content`). */
 export interface StoredUpload {
-  storageKey: string;
+  storageKey: string | null;
+  content: Buffer | null;
   sizeBytes: number;
   sha256: string;
+}
+
+export interface StoreUploadOptions {
+  /** Whether the multipart size limit was hit. */
+  isTruncated: () => boolean;
+  limitBytes: number;
+  /**
+   * An upload that arrived whole and is at most this size stays in memory, to be written with its
+   * document row (document_originals, migration 0007); 0 stores every upload in the file store.
+   */
+  inlineMaxBytes: number;
 }
 
 /** `source` passed on as it arrives, each chunk counted on the way. */
@@ -26,33 +39,45 @@ function metered(source: Readable, count: (chunk: Buffer) => void): Readable {
   return source.pipe(meter);
 }
 
+function tooLarge(limitBytes: number): PayloadTooLargeError {
+  return new PayloadTooLargeError(`File exceeds the upload limit of ${limitBytes} bytes`);
+}
+
 /**
  * Stores an upload, hashing and counting its bytes: a stream on the way into the file store, so a
- * file is never held whole in memory; a small upload that arrived whole as one Buffer. `isTruncated`
- * reports the multipart size limit being hit.
+ * file is never held whole in memory; a small upload that arrived whole as one Buffer is kept as
+ * it is for the database (see `inlineMaxBytes`), else written as a file.
  */
-export async function storeUpload(files: FileStore, collectionId: string, source: Readable | Buffer, isTruncated: () => boolean, limitBytes: number): Promise<StoredUpload> {
-  const storageKey = `${collectionId}/${randomUUID()}`;
+export async function storeUpload(files: FileStore, collectionId: string, source: Readable | Buffer, options: StoreUploadOptions): Promise<StoredUpload> {
   const hash = createHash('sha256');
   let sizeBytes = 0;
   const count = (bytes: Buffer) => {
     hash.update(bytes);
     sizeBytes += bytes.length;
   };
-  if (Buffer.isBuffer(source)) count(source);
-  const stored = Buffer.isBuffer(source) ? source : metered(source, count);
+  if (Buffer.isBuffer(source)) {
+    count(source);
+    if (options.isTruncated()) throw tooLarge(options.limitBytes);
+    if (source.length <= options.inlineMaxBytes) return { storageKey: null, content: source, sizeBytes, sha256: hash.digest('hex') };
+  }
+  const storageKey = `${collectionId}/${randomUUID()}`;
   try {
-    await files.write(storageKey, stored);
+    await files.write(storageKey, Buffer.isBuffer(source) ? source : metered(source, count));
   } catch (error) {
     // A client that hangs up mid-file leaves a partial file: nothing half-written stays behind.
     await files.remove(storageKey).catch(() => undefined);
     throw error;
   }
-  if (isTruncated()) {
+  if (options.isTruncated()) {
     await files.remove(storageKey);
-    throw new PayloadTooLargeError(`File exceeds the upload limit of ${limitBytes} bytes`);
+    throw tooLarge(options.limitBytes);
   }
-  return { storageKey, sizeBytes, sha256: hash.digest('hex') };
+  return { storageKey, content: null, sizeBytes, sha256: hash.digest('hex') };
+}
+
+/** Removes what storeUpload wrote for an upload that will not become a document (nothing for one held in memory). */
+export async function discardUpload(files: FileStore, upload: StoredUpload): Promise<void> {
+  if (upload.storageKey) await files.remove(upload.storageKey);
 }
 
 export interface NewDocumentInput {
@@ -78,10 +103,11 @@ export function documentFromRow(row: DocumentRow): DocumentRecord {
 }
 
 /**
- * Creates the documents and their ingestion jobs in one statement (a data-modifying CTE is
- * atomic): all exist, or none. One statement rather than a transaction matters on PGlite, where
- * each costs ~1 ms and the upload path is what bounds end-to-end ingestion. Returned in input order;
- * `created_at` steps by a microsecond per file so a batch lists in the order it was sent.
+ * Creates the documents, their small originals and their ingestion jobs in one statement (a
+ * data-modifying CTE is atomic): all exist, or none. One statement rather than a transaction
+ * matters on PGlite, where each costs ~1 ms and the upload path is what bounds end-to-end
+ * ingestion. Returned in input order; `created_at` steps by a microsecond per file so a batch
+ * lists in the order it was sent.
  */
 export async function createDocuments(
   sql: SqlRunner, queue: JobQueue, collection: CollectionRecord, inputs: NewDocumentInput[],
@@ -90,23 +116,29 @@ export async function createDocuments(
   if (inputs.length === 0) return [];
   const rows = inputs.map((input, index) => ({
     id: randomUUID(), ord: index, filename: input.filename, content_type: input.contentType, size_bytes: input.upload.sizeBytes,
-    sha256: input.upload.sha256, storage_key: input.upload.storageKey,
+    sha256: input.upload.sha256, storage_key: input.upload.storageKey, original: input.upload.content?.toString('base64') ?? null,
   }));
   const created = await sql<DocumentRow>(
-    `with document as (
+    `with input as (
+       select * from jsonb_to_recordset(?::jsonb)
+         as r(id uuid, ord int, filename text, content_type text, size_bytes bigint, sha256 text, storage_key text, original text)
+     ), document as (
        insert into documents (id, collection_id, batch_id, filename, content_type, size_bytes, sha256, storage_key, metadata, tenant,
          title, status, progress, error, chunk_count, created_at, updated_at)
        select r.id, ?, ?, r.filename, r.content_type, r.size_bytes, r.sha256, r.storage_key, ?::jsonb, ?, null, 'pending',
          '{"stage": "queued", "percent": 0, "message": "waiting for a worker"}'::jsonb, null, 0,
          now() + r.ord * interval '1 microsecond', now() + r.ord * interval '1 microsecond'
-       from jsonb_to_recordset(?::jsonb) as r(id uuid, ord int, filename text, content_type text, size_bytes bigint, sha256 text, storage_key text)
+       from input r
        returning *
+     ), original as (
+       insert into document_originals (document_id, content) select d.id, decode(r.original, 'base64') from document d join input r on r.id = d.id
+       where r.original is not null
      ), job as (
        insert into jobs (id, kind, collection_id, document_id, payload, status, attempts, max_attempts, run_after, created_at, updated_at)
        select gen_random_uuid(), 'ingest_document', collection_id, id, '{}'::jsonb, 'queued', 0, 3, now(), now(), now() from document
      )
      select * from document`,
-    [collection.id, shared.batchId, JSON.stringify(shared.metadata), shared.tenant, JSON.stringify(rows)],
+    [JSON.stringify(rows), collection.id, shared.batchId, JSON.stringify(shared.metadata), shared.tenant],
   );
   queue.notify();
   const byId = new Map(created.map((row) => [row.id, documentFromRow(row)]));

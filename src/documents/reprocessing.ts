@@ -13,7 +13,8 @@ const REQUEUE = `
   with document as (
     update documents set status = 'pending', error = null, updated_at = now(),
       progress = '{"stage": "queued", "percent": 0, "message": "waiting for a worker (reprocessing)"}'::jsonb
-    where collection_id = ? and storage_key is not null and status in ('ready', 'failed') %s
+    where collection_id = ? and status in ('ready', 'failed') %s
+      and (storage_key is not null or exists (select 1 from document_originals o where o.document_id = documents.id))
     returning *
   ), job as (
     insert into jobs (id, kind, collection_id, document_id, payload, status, attempts, max_attempts, run_after, created_at, updated_at)
@@ -27,9 +28,13 @@ export async function reprocessDocument(sql: SqlRunner, queue: JobQueue, collect
     queue.notify();
     return documentFromRow(row);
   }
-  const [existing] = await sql<{ status: string; storage_key: string | null }>('select status, storage_key from documents where id = ? and collection_id = ?', [documentId, collection.id]);
+  const [existing] = await sql<{ status: string; has_original: boolean }>(
+    `select status, storage_key is not null or exists (select 1 from document_originals o where o.document_id = d.id) as has_original
+     from documents d where id = ? and collection_id = ?`,
+    [documentId, collection.id],
+  );
   if (!existing) throw new NotFoundError(`Document ${documentId} not found in collection ${collection.name}`);
-  if (!existing.storage_key) throw new ConflictError(`Document ${documentId} has no stored original to reprocess`);
+  if (!existing.has_original) throw new ConflictError(`Document ${documentId} has no stored original to reprocess`);
   throw new ConflictError(`Document ${documentId} is ${existing.status}: it is already queued for ingestion`);
 }
 

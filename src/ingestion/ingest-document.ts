@@ -36,6 +36,8 @@ interface DocumentRow {
   filename: string;
   content_type: string;
   storage_key: string | null;
+  /** A small original kept in the database (document_originals), in base64. */
+  original: string | null;
   metadata: Record<string, unknown>;
   tenant: string | null;
 }
@@ -85,11 +87,13 @@ async function writeProgress(sql: SqlRunner, updates: Array<{ id: string; progre
 }
 
 /**
- * Starts reading a document's original file. The storage error would name a server path; the
- * client only needs to know the file is gone. Awaited later (the next file is read while the current
- * one is parsed), so a failure must not count as unhandled meanwhile.
+ * Starts reading a document's original: from its row when it was small, else from the file store.
+ * The storage error would name a server path; the client only needs to know the file is gone.
+ * Awaited later (the next file is read while the current one is parsed), so a failure must not
+ * count as unhandled meanwhile.
  */
 function readOriginal(runtime: IngestionRuntime, row: DocumentRow): Promise<Buffer> {
+  if (row.original !== null) return Promise.resolve(Buffer.from(row.original, 'base64'));
   const reading = row.storage_key
     ? runtime.files.read(row.storage_key).catch(() => {
       throw new Error('the original file is missing or unreadable');
@@ -266,7 +270,12 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
   const collection = await runtime.loadCollection(collectionId);
   if (!collection) return [...outcomes.values()];
   const rows = await sql<DocumentRow>(
-    'select id, collection_id, filename, content_type, storage_key, metadata, tenant from documents where id = any(?::uuid[]) and collection_id = ?',
+    // A subquery by primary key, not a join: the embedded database never analyses its tables, and
+    // without statistics the join scanned every original (23 ms a batch of 64 at 5,000 documents).
+    // Base64, not bytea: PGlite decodes bytea's hex text in JavaScript, 0.2 ms for 2 KB.
+    `select d.id, d.collection_id, d.filename, d.content_type, d.storage_key, d.metadata, d.tenant,
+       (select encode(o.content, 'base64') from document_originals o where o.document_id = d.id) as original
+     from documents d where d.id = any(?::uuid[]) and d.collection_id = ?`,
     [documentIds, collectionId],
   );
   if (rows.length === 0) return [...outcomes.values()];

@@ -1,6 +1,6 @@
 import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
-import { storeUpload, type StoredUpload } from '../documents/documents.service.js';
+import { discardUpload, storeUpload, type StoredUpload } from '../documents/documents.service.js';
 import { AppError, BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
 import { inspectUpload } from '../ingestion/parser-selection.js';
 import type { Parser } from '../plugins.js';
@@ -36,6 +36,8 @@ export interface ReceiveOptions {
    * upload-session files), so a refused request leaves nothing behind.
    */
   refusals: 'collect' | 'throw';
+  /** Files up to this size stay in memory, to be written with their document rows; 0 for upload sessions, which keep files until completed. */
+  inlineMaxBytes: number;
   /** At most this many files; one more is a 400 (the single upload takes exactly one). */
   maxFiles?: number;
   /** The 400 for a file in another part or one file too many. */
@@ -58,8 +60,9 @@ export function displayFilename(raw: string | undefined): string {
 }
 
 /**
- * Streams one file part to storage, or says why it is refused: judged by its first bytes and name
- * before anything is stored (unsupported type 415, empty 400), then over the size limit (413).
+ * Streams one file part to storage (or keeps a small one in memory for the database), or says why
+ * it is refused: judged by its first bytes and name before anything is stored (unsupported type
+ * 415, empty 400), then over the size limit (413).
  */
 async function receiveFile(part: MultipartFile, options: ReceiveOptions): Promise<FileOutcome> {
   const filename = displayFilename(part.filename);
@@ -71,7 +74,9 @@ async function receiveFile(part: MultipartFile, options: ReceiveOptions): Promis
     throw error;
   }
   try {
-    const upload = await storeUpload(options.files, options.collectionId, inspected.content, () => part.file.truncated, options.limitBytes);
+    const upload = await storeUpload(options.files, options.collectionId, inspected.content, {
+      isTruncated: () => part.file.truncated, limitBytes: options.limitBytes, inlineMaxBytes: options.inlineMaxBytes,
+    });
     return { filename, contentType: inspected.choice.contentType, upload };
   } catch (error) {
     if (error instanceof PayloadTooLargeError) return { filename, refusal: new PayloadTooLargeError(`${filename}: ${error.message}`) };
@@ -112,5 +117,5 @@ export async function receiveMultipartFiles(request: FastifyRequest, options: Re
 
 /** Removes the stored files of received outcomes (a request that failed after storing some). */
 export async function removeReceived(files: FileStore, outcomes: FileOutcome[]): Promise<void> {
-  for (const outcome of outcomes) if (!isRefused(outcome)) await files.remove(outcome.upload.storageKey);
+  for (const outcome of outcomes) if (!isRefused(outcome)) await discardUpload(files, outcome.upload);
 }

@@ -50,7 +50,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
     assertOpen(session, 'take files');
     const { outcomes } = await receiveMultipartFiles(request, {
       files, parsers: services.parsers, collectionId: collection.id, limitBytes: services.config.uploadLimitBytes,
-      refusals: 'throw', partRule: 'Send the files in multipart parts named "file"',
+      refusals: 'throw', inlineMaxBytes: 0, partRule: 'Send the files in multipart parts named "file"',
     });
     const received = outcomes.filter((outcome): outcome is ReceivedFile => !isRefused(outcome));
     let updated;

@@ -115,7 +115,7 @@ export async function completeSession(runtime: IntakeRuntime, collection: Collec
     await openBatch(runtime.sql, collection.id, batchId, 'session');
     admitted = await admitFiles(runtime, collection, files.map((file) => ({
       filename: file.filename, contentType: file.content_type,
-      upload: { storageKey: file.storage_key, sizeBytes: Number(file.size_bytes), sha256: file.sha256 },
+      upload: { storageKey: file.storage_key, content: null, sizeBytes: Number(file.size_bytes), sha256: file.sha256 },
     })), { metadata: claimed.metadata, onDuplicate: claimed.on_duplicate, batchId });
   } catch (error) {
     await discardBatch(runtime.sql, batchId);

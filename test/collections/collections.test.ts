@@ -1,11 +1,10 @@
-import { existsSync, readdirSync } from 'node:fs';
-import path from 'node:path';
 import t from 'tap';
 import { hashedTextVector } from '../../plugins/embedding/local/hashed-text-vector.js';
 import {
   adminTestApp, bearer, createApiKey, multipartUpload, testBackends, waitForIngestion,
 } from '../support/test-app.js';
 import { assertError } from '../support/assertions.js';
+import { storedOriginals } from '../support/stored-originals.js';
 
 
 const CONTRACT_DEFAULTS = {
@@ -40,10 +39,10 @@ for (const backend of testBackends()) {
     };
     const query = (name: string, payload: Record<string, unknown>, headers: Record<string, string> = admin) =>
       app.inject({ method: 'POST', url: `/v1/collections/${name}/query`, headers, payload });
-    const filesOf = (collectionId: string) => {
-      const dir = path.join(ctx.services.config.dataDir, 'files', collectionId);
-      return existsSync(dir) ? readdirSync(dir) : [];
-    };
+    const originalsOf = (collectionId: string) => storedOriginals(ctx.services, collectionId);
+    const originalRows = async (documentIds: string[]) => Number((await ctx.services.sql<{ count: string | number }>(
+      'select count(*) as count from document_originals where document_id = any(?::uuid[])', [documentIds],
+    ))[0]!.count);
 
     await t.test('create with only a name: 201 with the contract defaults', async (t) => {
       const response = await create({ name: 'defaults' });
@@ -267,10 +266,15 @@ for (const backend of testBackends()) {
       const accepted = await upload('doomed', 'lighthouse.txt', TEXT_A);
       t.equal(accepted.statusCode, 202, accepted.body);
       const documentId = accepted.json().id;
-      const [document] = await waitForIngestion(app, 'doomed', admin);
-      t.equal(document?.status, 'ready');
+      // Over 64 KB: kept as a file, where the small one is kept in the database.
+      const large = await upload('doomed', 'large.txt', `${TEXT_A}\n\n`.repeat(Math.ceil(70_000 / TEXT_A.length)));
+      t.equal(large.statusCode, 202, large.body);
+      const documents = await waitForIngestion(app, 'doomed', admin);
+      t.same(documents.map((document) => document.status), ['ready', 'ready']);
       t.equal((await app.inject({ url: `/v1/documents/${documentId}`, headers: admin })).statusCode, 200);
-      t.equal(filesOf(created.id).length, 1, 'the upload is stored');
+      const stored = await originalsOf(created.id);
+      t.equal(stored.length, 2, 'both uploads are stored');
+      t.ok(stored.includes(`database:${documentId}`), 'the small one in the database');
 
       const deleted = await app.inject({ method: 'DELETE', url: '/v1/collections/doomed', headers: admin });
       t.equal(deleted.statusCode, 204);
@@ -278,7 +282,8 @@ for (const backend of testBackends()) {
       assertError(t, await get('doomed'), 404, /doomed/, 'deleted collection');
       assertError(t, await app.inject({ url: `/v1/documents/${documentId}`, headers: admin }), 404, undefined, 'its document');
       assertError(t, await app.inject({ method: 'DELETE', url: '/v1/collections/doomed', headers: admin }), 404, undefined, 'second delete');
-      t.same(filesOf(created.id), [], 'its files are removed');
+      t.same(await originalsOf(created.id), [], 'its files are removed');
+      t.equal(await originalRows([documentId]), 0, 'its original rows are removed');
       t.notOk((await list('?limit=500')).json().data.some((c: any) => c.name === 'doomed'), 'not listed');
       const [{ count: chunkRows }] = await ctx.services.sql<{ count: string | number }>('select count(*) as count from chunks where collection_id = ?', [created.id]);
       t.equal(Number(chunkRows), 0, 'no chunk rows remain');
@@ -311,6 +316,7 @@ for (const backend of testBackends()) {
       t.equal(before.documents, 2);
       t.ok(before.chunks >= 3, 'document chunks and the raw vector');
       t.equal((await query('trunc', { query: 'lighthouse keeper', search_mode: 'keyword' })).json().total > 0, true, 'searchable before');
+      t.equal((await originalsOf(created.id)).length, 2, 'two originals stored before');
 
       const truncated = await app.inject({ method: 'POST', url: '/v1/collections/trunc/truncate', headers: admin });
       t.equal(truncated.statusCode, 200, truncated.body);
@@ -323,7 +329,8 @@ for (const backend of testBackends()) {
       assertError(t, await app.inject({ url: `/v1/collections/trunc/documents/${first.json().id}/chunks`, headers: admin }), 404, undefined, 'chunks of a truncated document');
       const after = (await app.inject({ url: '/v1/collections/trunc/stats', headers: admin })).json();
       t.match(after, { documents: 0, chunks: 0, vectors: 0, raw_vectors: 0 });
-      t.same(filesOf(created.id), [], 'uploaded files are removed');
+      t.same(await originalsOf(created.id), [], 'uploaded originals are removed');
+      t.equal(await originalRows([first.json().id, second.json().id]), 0, 'no original rows remain');
       for (const mode of ['semantic', 'keyword', 'hybrid']) {
         for (const text of ['lighthouse keeper', 'sourdough bread']) {
           const answer = await query('trunc', { query: text, search_mode: mode, skip_cache: true });

@@ -3,23 +3,24 @@
  * delete, duplicate handling (`on_duplicate`), hostile file names, and re-processing without
  * re-uploading. Refused requests leave nothing behind.
  */
-import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { assertError } from '../support/assertions.js';
+import { storedOriginals } from '../support/stored-originals.js';
 import { buildPdf, buildPng, buildZipBomb } from '../support/document-fixtures.js';
 import {
   bearer, buildTestApp, createApiKey, createTestCollection, multipartUpload, setupAdmin, testBackends, waitForIngestion,
 } from '../support/test-app.js';
 
-const LIMIT = 4096;
+const LIMIT = 100 * 1024;
 const TEXTS = {
   a: 'Lighthouse keepers trimmed the wick every evening before the storm.',
   b: 'Glaciers carve valleys slowly, leaving moraines behind them.',
   c: 'Beekeepers smoke the hive gently before lifting the frames.',
 };
+const LARGE_B = `${TEXTS.b}\n\n`.repeat(1200);
 
 /** Every file under `root`, as paths relative to it. */
 async function filesUnder(root: string): Promise<string[]> {
@@ -47,10 +48,7 @@ for (const backend of testBackends()) {
       const body = multipartUpload([{ filename, content, contentType: 'text/plain' }], fields);
       return app.inject({ method: 'POST', url: `/v1/collections/${name}/documents`, headers: { ...admin, ...body.headers }, payload: body.payload });
     };
-    const storedFiles = (collectionId: string) => {
-      const dir = path.join(dataDir, 'files', collectionId);
-      return existsSync(dir) ? readdirSync(dir, { recursive: true }).filter((entry) => !String(entry).includes('elements')) : [];
-    };
+    const originalsOf = (collectionId: string) => storedOriginals(ctx.services, collectionId);
     const documentTotal = async (name: string) => (await app.inject({ url: `/v1/collections/${name}/documents`, headers: admin })).json().total as number;
     const stats = async (name: string) => (await app.inject({ url: `/v1/collections/${name}/stats`, headers: admin })).json();
     const query = async (name: string, text: string) =>
@@ -64,7 +62,8 @@ for (const backend of testBackends()) {
       const response = await postBatch('mixed', multipartUpload([
         { filename: 'lighthouse.txt', content: TEXTS.a, contentType: 'text/plain' },
         { filename: 'tool.exe', content: Buffer.from([0x4d, 0x5a, 0x90, 0x00]), contentType: 'application/x-msdownload' },
-        { filename: '../../etc/passwd', content: TEXTS.b, contentType: 'text/plain' },
+        // Over 64 KB, so it is written to the file store (smaller originals are kept in the database).
+        { filename: '../../etc/passwd', content: LARGE_B, contentType: 'text/plain' },
         { filename: 'empty.txt', content: '', contentType: 'text/plain' },
         { filename: 'huge.txt', content: 'x'.repeat(LIMIT + 1), contentType: 'text/plain' },
         { filename: '..\\..\\windows\\bees.md', content: `# Bees\n\n${TEXTS.c}`, contentType: 'text/markdown' },
@@ -86,7 +85,7 @@ for (const backend of testBackends()) {
       }
       batchId = body.batch_id;
       acceptedIds = accepted.map((entry: any) => entry.id);
-      t.equal(storedFiles(mixed.id).length, 3, 'only the accepted files are stored');
+      t.equal((await originalsOf(mixed.id)).length, 3, 'only the accepted files are stored');
       const documents = await waitForIngestion(app, 'mixed', admin);
       t.same(documents.map((document) => document.status), ['ready', 'ready', 'ready']);
       t.ok((await query('mixed', 'glaciers moraines')).results.length > 0, 'the passwd-named file is searchable');
@@ -118,7 +117,7 @@ for (const backend of testBackends()) {
       const refused = await createCollection({ name: 'refused', tenant_field: 'org' });
       const nothingWritten = async (what: string) => {
         t.equal(await documentTotal('refused'), 0, `${what}: no document`);
-        t.same(storedFiles(refused.id), [], `${what}: no stored file`);
+        t.same(await originalsOf(refused.id), [], `${what}: no stored file`);
         const [row] = await ctx.services.sql<{ count: string | number }>('select count(*) as count from document_batches where collection_id = ?', [refused.id]);
         t.equal(Number(row!.count), 0, `${what}: no batch`);
       };
@@ -139,7 +138,7 @@ for (const backend of testBackends()) {
       t.equal(allRefused.statusCode, 202, 'a batch whose every file is refused still answers per file');
       t.same(allRefused.json().documents.map((entry: any) => entry.status), ['rejected']);
       t.equal(await documentTotal('refused'), 0);
-      t.same(storedFiles(refused.id), []);
+      t.same(await originalsOf(refused.id), []);
     });
 
     await t.test('unknown batch ids: 404; bad ids: 400', async (t) => {
@@ -162,12 +161,13 @@ for (const backend of testBackends()) {
       const again = await postOne('dupes', 'renamed.txt', TEXTS.a, { metadata: '{"v":2}' });
       t.equal(again.statusCode, 200, 'a skipped duplicate is 200: nothing new was accepted');
       t.match(again.json(), { id: first.json().id, filename: 'one.txt', duplicate: true, metadata: {} }, 'the existing document is returned');
-      t.equal(storedFiles(dupes.id).length, 1, 'the second copy is not kept');
+      t.equal((await originalsOf(dupes.id)).length, 1, 'the second copy is not kept');
 
       const batch = await postBatch('dupes', multipartUpload([
         { filename: 'copy.txt', content: TEXTS.a, contentType: 'text/plain' },
-        { filename: 'glacier.txt', content: TEXTS.b, contentType: 'text/plain' },
-        { filename: 'glacier-again.txt', content: TEXTS.b, contentType: 'text/plain' },
+        // Files, not rows: the copy is written before it is found to be one, then removed.
+        { filename: 'glacier.txt', content: LARGE_B, contentType: 'text/plain' },
+        { filename: 'glacier-again.txt', content: LARGE_B, contentType: 'text/plain' },
       ]));
       t.equal(batch.statusCode, 202);
       const entries = batch.json().documents;
@@ -175,7 +175,7 @@ for (const backend of testBackends()) {
       t.match(entries[1], { filename: 'glacier.txt', duplicate: false, status: 'pending' });
       t.match(entries[2], { id: entries[1].id, duplicate: true }, 'a copy within the same batch is a duplicate of the first');
       t.equal(await documentTotal('dupes'), 2);
-      t.equal(storedFiles(dupes.id).length, 2);
+      t.equal((await originalsOf(dupes.id)).length, 2);
       await waitForIngestion(app, 'dupes', admin);
       const batchView = (await app.inject({ url: `/v1/collections/dupes/batches/${batch.json().batch_id}`, headers: admin })).json();
       t.same(batchView.documents.map((entry: any) => entry.duplicate), [true, false, true]);
@@ -188,7 +188,7 @@ for (const backend of testBackends()) {
       await waitForIngestion(app, 'dupes', admin);
       const hits = (await query('dupes', 'lighthouse wick storm')).results;
       t.same([...new Set(hits.map((hit: any) => hit.document_id))], [replaced.json().id], 'only the new copy is searchable');
-      t.equal(storedFiles(dupes.id).length, 2, 'the old file was removed');
+      t.equal((await originalsOf(dupes.id)).length, 2, 'the old file was removed');
 
       const kept = await postOne('dupes', 'one-v3.txt', TEXTS.a, { on_duplicate: 'keep' });
       t.equal(kept.statusCode, 202);
@@ -296,7 +296,7 @@ for (const backend of testBackends()) {
       t.equal(response.body, '');
       const after = await stats('mixed');
       t.match(after, { documents: 0, chunks: 0, vectors: 0 });
-      t.same(storedFiles(mixed.id), [], 'stored files removed');
+      t.same(await originalsOf(mixed.id), [], 'stored files removed');
       t.same((await query('mixed', 'lighthouse wick glaciers bees')).results, [], 'nothing searchable');
       for (const id of acceptedIds) assertError(t, await app.inject({ url: `/v1/collections/mixed/documents/${id}`, headers: admin }), 404, undefined, 'document gone');
       assertError(t, await app.inject({ url: `/v1/collections/mixed/batches/${batchId}`, headers: admin }), 404, undefined, 'the batch is gone');

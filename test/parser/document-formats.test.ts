@@ -157,7 +157,8 @@ for (const backend of testBackends()) {
     });
 
     await t.test('hostile files: each fails or is refused with a clear error; the others are unaffected; nothing is written by parsing', async (t) => {
-      const paused = await buildTestApp(backend, {}, { startWorkers: false });
+      // Every original a file, so that a file written by parsing would show among them.
+      const paused = await buildTestApp(backend, { originalsInDatabaseMaxBytes: 0 }, { startWorkers: false });
       t.teardown(() => paused.close());
       const api = client(paused, await setupAdmin(paused.app));
       await api.createCollection({ name: 'hostile' });

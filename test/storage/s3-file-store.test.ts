@@ -15,6 +15,7 @@ import { loadConfig, type S3StoreConfig } from '../../src/config.js';
 import { LocalFileStore, type FileStore } from '../../src/storage/file-store.js';
 import { S3FileStore } from '../../src/storage/s3-file-store.js';
 import { buildTestApp, multipartUpload, setupAdmin, testBackends, waitForIngestion } from '../support/test-app.js';
+import { storedOriginals } from '../support/stored-originals.js';
 import { startLocalS3 } from './s3-server.js';
 
 /** `megabytes` of deterministic bytes, produced a chunk at a time. */
@@ -115,7 +116,8 @@ t.test('file store behaviour, local and S3', async (t) => {
 for (const backend of testBackends()) {
   t.test(`${backend}: the API with FILE_STORE=s3`, async (t) => {
     const s3 = await startLocalS3('rs-files', 'svc');
-    const ctx = await buildTestApp(backend, { fileStore: 's3', s3: s3.config });
+    // Every original in the bucket (by default, those under 64 KB are kept in the database: below).
+    const ctx = await buildTestApp(backend, { fileStore: 's3', s3: s3.config, originalsInDatabaseMaxBytes: 0 });
     t.teardown(async () => {
       await ctx.close();
       await s3.close();
@@ -166,5 +168,32 @@ for (const backend of testBackends()) {
     t.equal((await objects()).length, 1);
     t.equal((await app.inject({ method: 'DELETE', url: '/v1/collections/bucketed', headers: admin })).statusCode, 204);
     t.same(await objects(), [], 'deleting the collection removes every object under it');
+  });
+
+  t.test(`${backend}: FILE_STORE=s3 with the default ORIGINALS_IN_DATABASE_MAX_BYTES`, async (t) => {
+    const s3 = await startLocalS3('rs-files', 'svc');
+    const ctx = await buildTestApp(backend, { fileStore: 's3', s3: s3.config });
+    t.teardown(async () => {
+      await ctx.close();
+      await s3.close();
+    });
+    const { app } = ctx;
+    const admin = { cookie: await setupAdmin(app) };
+    const collectionId = (await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'mixed' } })).json().id as string;
+    const objects = async () => (await objectKeys(s3.config)).filter((key) => key.startsWith(`svc/${collectionId}/`));
+    const upload = (filename: string, content: string) => {
+      const body = multipartUpload([{ filename, content, contentType: 'text/plain' }]);
+      return app.inject({ method: 'POST', url: '/v1/collections/mixed/documents', headers: { ...admin, ...body.headers }, payload: body.payload });
+    };
+    const small = await upload('small.txt', 'Tide tables predict the harbour depth at dawn.');
+    t.equal(small.statusCode, 202);
+    t.same(await objects(), [], 'a small original is not put in the bucket');
+    t.same(await storedOriginals(ctx.services, collectionId), [`database:${small.json().id}`], 'it is kept in the database');
+    t.equal((await upload('large.txt', 'Cranes unload containers onto the quay. '.repeat(2000))).statusCode, 202);
+    t.equal((await objects()).length, 1, 'one over 64 KB is an object in the bucket');
+    const documents = await waitForIngestion(app, 'mixed', admin);
+    t.same(documents.map((document) => document.status), ['ready', 'ready'], 'both are ingested');
+    t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/mixed/documents/${small.json().id}`, headers: admin })).statusCode, 204);
+    t.same(await storedOriginals(ctx.services, collectionId), [], 'deleting the small document removes its original row');
   });
 }

@@ -5,6 +5,7 @@ import { Migration0003DocumentsFiles } from './0003-documents-files.js';
 import { Migration0004Providers } from './0004-providers.js';
 import { Migration0005SearchSpeed } from './0005-search-speed.js';
 import { Migration0006InlineVectorRows } from './0006-inline-vector-rows.js';
+import { Migration0007DocumentOriginals } from './0007-document-originals.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -17,4 +18,5 @@ export const migrations: MigrationObject[] = [
   { name: '0004-providers', class: Migration0004Providers },
   { name: '0005-search-speed', class: Migration0005SearchSpeed },
   { name: '0006-inline-vector-rows', class: Migration0006InlineVectorRows },
+  { name: '0007-document-originals', class: Migration0007DocumentOriginals },
 ];
