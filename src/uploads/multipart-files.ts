@@ -85,14 +85,22 @@ async function receiveFile(part: MultipartFile, options: ReceiveOptions): Promis
 }
 
 /**
+ * Bytes of small files one request may hold in memory until its documents are created; the files
+ * after them go to the file store. Without it a batch of 1,000 files of 60 KB would hold 60 MB,
+ * and send it to the database in one statement.
+ */
+export const INLINE_BYTES_PER_REQUEST = 8 * 1024 * 1024;
+
+/**
  * Reads a multipart body part by part: each `file` part streams to storage as it arrives (never
- * held whole in memory), other fields are collected as strings. On any failure, files this request
- * stored are removed.
+ * held whole in memory; small files are kept for the database, within INLINE_BYTES_PER_REQUEST),
+ * other fields are collected as strings. On any failure, files this request stored are removed.
  */
 export async function receiveMultipartFiles(request: FastifyRequest, options: ReceiveOptions): Promise<ReceivedMultipart> {
   if (!request.isMultipart()) throw new UnsupportedMediaTypeError(`Upload as multipart/form-data: ${options.partRule}`);
   const outcomes: FileOutcome[] = [];
   const fields: Record<string, string> = {};
+  let inlineBytesLeft = INLINE_BYTES_PER_REQUEST;
   try {
     for await (const part of request.parts()) {
       if (part.type === 'field') {
@@ -104,7 +112,8 @@ export async function receiveMultipartFiles(request: FastifyRequest, options: Re
         filePart.file.resume();
         throw new BadRequestError(options.partRule);
       }
-      const outcome = await receiveFile(filePart, options);
+      const outcome = await receiveFile(filePart, { ...options, inlineMaxBytes: Math.min(options.inlineMaxBytes, inlineBytesLeft) });
+      if (!isRefused(outcome)) inlineBytesLeft -= outcome.upload.content?.length ?? 0;
       outcomes.push(outcome);
       if (isRefused(outcome) && options.refusals === 'throw') throw outcome.refusal;
     }

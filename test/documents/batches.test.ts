@@ -259,7 +259,7 @@ for (const backend of testBackends()) {
     });
 
     await t.test('hostile files in one batch: each fails or is refused, the others are unaffected', async (t) => {
-      // The default upload limit here: the bomb (~64 KB) is over this file's 4 KB test limit.
+      // An app of its own, with the default upload limit.
       const roomy = await buildTestApp(backend);
       t.teardown(() => roomy.close());
       const headers = { cookie: await setupAdmin(roomy.app) };
@@ -286,6 +286,25 @@ for (const backend of testBackends()) {
       t.match(view.by_status, { ready: 2, failed: 2, rejected: 1 });
       const hits = (await roomy.app.inject({ method: 'POST', url: '/v1/collections/hostile/query', headers, payload: { query: 'evening ferry berth', search_mode: 'keyword' } })).json();
       t.ok(hits.results.some((hit: any) => hit.document_id === entries[4].id), 'the renamed PDF is searchable');
+    });
+
+    await t.test('one request keeps at most 8 MB of small files in memory; the rest go to the file store', async (t) => {
+      const paused = await buildTestApp(backend, {}, { startWorkers: false });
+      t.teardown(() => paused.close());
+      const headers = { cookie: await setupAdmin(paused.app) };
+      const created = await paused.app.inject({ method: 'POST', url: '/v1/collections', headers, payload: { name: 'budget' } });
+      t.equal(created.statusCode, 201);
+      // 140 distinct files of 60 KB: 136 fit in 8 MB.
+      const files = Array.from({ length: 140 }, (_, index) => ({
+        filename: `part-${index}.txt`, content: `Part ${index} of the manifest. ${'cargo '.repeat(10_235)}`.slice(0, 61_440), contentType: 'text/plain',
+      }));
+      const body = multipartUpload(files);
+      const response = await paused.app.inject({ method: 'POST', url: '/v1/collections/budget/documents/batch', headers: { ...headers, ...body.headers }, payload: body.payload });
+      t.equal(response.statusCode, 202, response.body.slice(0, 300));
+      t.equal(response.json().documents.filter((entry: any) => entry.status === 'pending').length, 140, 'every file is accepted');
+      const stored = await storedOriginals(paused.services, created.json().id);
+      t.equal(stored.length, 140, 'every original is stored');
+      t.equal(stored.filter((entry) => entry.startsWith('database:')).length, 136, 'the first 8 MB in the database');
     });
 
     await t.test('delete a batch: its documents, chunks, vectors and files go', async (t) => {
