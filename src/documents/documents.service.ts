@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Document, DOCUMENT_STATUSES, type CollectionRecord, type DocumentRecord, type DocumentStatus } from '../db/entities/index.js';
 import { NotFoundError, PayloadTooLargeError } from '../errors.js';
@@ -34,8 +35,9 @@ function metered(source: Readable, count: (chunk: Buffer) => void): Readable {
       callback(null, chunk);
     },
   });
-  // pipe() does not forward errors: a client that goes away mid-file must fail the write, not stall it.
-  source.once('error', (error) => meter.destroy(error));
+  // pipe() does not forward errors: a client that goes away mid-file must fail the write, not stall
+  // it. finished() also reports an error the source had before this point.
+  finished(source).catch((error: unknown) => meter.destroy(error as Error));
   return source.pipe(meter);
 }
 

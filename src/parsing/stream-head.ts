@@ -13,6 +13,10 @@ export interface StreamHead {
 }
 
 export function readStreamHead(source: Readable, bytes: number): Promise<StreamHead> {
+  // A stream that failed before this call (the next part of a multipart body that stopped short,
+  // while the previous part was being stored) emits nothing more: its listeners would wait forever.
+  if (source.errored) return Promise.reject(source.errored);
+  if (source.destroyed) return Promise.reject(new Error('the upload stream was closed before it was read'));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let length = 0;
@@ -30,6 +34,10 @@ export function readStreamHead(source: Readable, bytes: number): Promise<StreamH
       stream.write(head);
       // pipe() does not forward errors: a client that goes away mid-upload must still end the copy.
       source.once('error', (error) => stream.destroy(error));
+      // A truncated body fails while the upload is still being judged, before anyone consumes this
+      // stream: its error must not count as unhandled (it crashed the process). It stays on the
+      // stream (`errored`), where stream.finished() reports it to the consumer.
+      stream.on('error', () => undefined);
       source.pipe(stream);
       resolve({ head: head.subarray(0, bytes), content: stream });
     };

@@ -119,9 +119,14 @@ export async function receiveMultipartFiles(request: FastifyRequest, options: Re
     }
   } catch (error) {
     await removeReceived(options.files, outcomes);
-    throw error;
+    throw isTruncatedBody(error) ? new BadRequestError('The multipart body ended before its closing boundary: the upload is incomplete, nothing of it was kept') : error;
   }
   return { outcomes, fields };
+}
+
+/** busboy's error for a body that stops mid-part or before its closing boundary (a client that hung up, or a cut request). */
+function isTruncatedBody(error: unknown): boolean {
+  return error instanceof Error && !(error instanceof AppError) && /unexpected end of (multipart data|form)/i.test(error.message);
 }
 
 /** Removes the stored files of received outcomes (a request that failed after storing some). */

@@ -394,6 +394,27 @@ for (const backend of testBackends()) {
       await waitForIngestion(app, 'refusals', admin);
     });
 
+    await t.test('a body that stops mid-file (a client that hung up): 400, nothing kept, the service goes on', async (t) => {
+      const cut = await createCollection({ name: 'cut' });
+      const large = (word: string) => ({ filename: `${word}.txt`, content: `${word} `.repeat(12_800), contentType: 'text/plain' });
+      const single = multipartUpload([large('harbour')]);
+      // Within the first 64 KB (while the upload is judged), then past them (while it is written):
+      // the second used to crash the process with an unhandled stream error.
+      for (const bytes of [40_000, 80_000]) {
+        const response = await send('cut', { payload: single.payload.subarray(0, bytes), headers: single.headers });
+        assertError(t, response, 400, /ended before its closing boundary/, `cut after ${bytes} bytes`);
+      }
+      const batch = multipartUpload([large('harbour'), large('pilots')]);
+      const response = await app.inject({
+        method: 'POST', url: '/v1/collections/cut/documents/batch', headers: { ...admin, ...batch.headers }, payload: batch.payload.subarray(0, 150_000),
+      });
+      assertError(t, response, 400, /ended before its closing boundary/, 'a batch cut in its second file');
+      t.equal(await documentCount('cut'), 0, 'no document');
+      t.same(await originalsOf(ctx, cut.id), [], 'no stored original: the first file of the batch was removed');
+      t.equal((await upload('cut', 'whole.txt', 'A whole file after the cut ones.', 'text/plain')).statusCode, 202, 'the next upload is accepted');
+      await waitForIngestion(app, 'cut', admin);
+    });
+
     await t.test('a file over the upload limit: 413, nothing written', async (t) => {
       const limited = await buildTestApp(backend, { uploadLimitBytes: 2048 });
       t.teardown(() => limited.close());
