@@ -404,6 +404,10 @@ for (const backend of testBackends()) {
         const response = await send('cut', { payload: single.payload.subarray(0, bytes), headers: single.headers });
         assertError(t, response, 400, /ended before its closing boundary/, `cut after ${bytes} bytes`);
       }
+      // A small file whole but its closing boundary cut (`--boundary-`): the part had failed before it
+      // was read, and waiting for its events kept the request open forever.
+      const small = multipartUpload([{ filename: 'small.txt', content: 'harbour pilots', contentType: 'text/plain' }]);
+      assertError(t, await send('cut', { payload: small.payload.subarray(0, small.payload.length - 5), headers: small.headers }), 400, /ended before its closing boundary/, 'closing boundary cut');
       const batch = multipartUpload([large('harbour'), large('pilots')]);
       const response = await app.inject({
         method: 'POST', url: '/v1/collections/cut/documents/batch', headers: { ...admin, ...batch.headers }, payload: batch.payload.subarray(0, 150_000),
