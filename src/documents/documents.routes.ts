@@ -9,10 +9,10 @@ import { requireActor } from '../http/authenticate.js';
 import { page, PageQuery } from '../http/pagination.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
-import { isRefused, receiveMultipartFiles } from '../uploads/multipart-files.js';
+import { isRefused, receiveMultipartFiles, removeReceived } from '../uploads/multipart-files.js';
 import { admitFiles, intakeRuntime, parseOnDuplicate, serializeAdmitted } from './document-intake.js';
 import { removeDocument, removalRuntime } from './document-removal.js';
-import { discardUpload, DOCUMENT_SORT_FIELDS, getDocument, listDocuments, serializeDocument } from './documents.service.js';
+import { DOCUMENT_SORT_FIELDS, getDocument, listDocuments, serializeDocument } from './documents.service.js';
 import { ELEMENT_COLUMNS, openElementContent, serializeElement, type ElementRow } from './element-content.js';
 import { reprocessCollection, reprocessDocument } from './reprocessing.js';
 import { parseMetadataField } from './metadata-rules.js';
@@ -52,7 +52,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
       });
       return reply.code(admitted!.duplicate ? 200 : 202).send(serializeAdmitted(admitted!, collection.name));
     } catch (error) {
-      await discardUpload(files, file.upload);
+      await removeReceived(files, [file]);
       throw error;
     }
   });

@@ -14,6 +14,12 @@ const FASTIFY_CODES_TO_STATUS: Record<string, number> = {
 };
 
 /**
+ * busboy's errors for a multipart body that stops mid-part or before its closing boundary (a client
+ * that hung up, a cut request) carry no code, only this message.
+ */
+const TRUNCATED_MULTIPART = /unexpected end of (multipart data|form)/i;
+
+/**
  * Maps every failure to `{detail}` (api-contract 1): typed service errors, schema validation,
  * Fastify's own body errors, unknown routes (404) and known paths with the wrong method (405).
  * Anything else is a 500 that is logged with its request id and never leaks a stack.
@@ -39,6 +45,9 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
     if (error.validation) {
       const detail = describeValidationErrors(error.validation as never, error.validationContext ?? 'request');
       return reply.code(400).send({ detail, code: 'validation_error', errors: error.validation });
+    }
+    if (!error.code && TRUNCATED_MULTIPART.test(error.message)) {
+      return reply.code(400).send({ detail: 'The multipart body ended before its closing boundary: the upload is incomplete, nothing of it was kept', code: 'bad_request' });
     }
     const status = (error.code && FASTIFY_CODES_TO_STATUS[error.code]) || error.statusCode;
     if (status && status >= 400 && status < 500) {

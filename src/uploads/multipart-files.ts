@@ -89,7 +89,7 @@ async function receiveFile(part: MultipartFile, options: ReceiveOptions): Promis
  * after them go to the file store. Without it a batch of 1,000 files of 60 KB would hold 60 MB,
  * and send it to the database in one statement.
  */
-export const INLINE_BYTES_PER_REQUEST = 8 * 1024 * 1024;
+const INLINE_BYTES_PER_REQUEST = 8 * 1024 * 1024;
 
 /**
  * Reads a multipart body part by part: each `file` part streams to storage as it arrives (never
@@ -119,14 +119,9 @@ export async function receiveMultipartFiles(request: FastifyRequest, options: Re
     }
   } catch (error) {
     await removeReceived(options.files, outcomes);
-    throw isTruncatedBody(error) ? new BadRequestError('The multipart body ended before its closing boundary: the upload is incomplete, nothing of it was kept') : error;
+    throw error;
   }
   return { outcomes, fields };
-}
-
-/** busboy's error for a body that stops mid-part or before its closing boundary (a client that hung up, or a cut request). */
-function isTruncatedBody(error: unknown): boolean {
-  return error instanceof Error && !(error instanceof AppError) && /unexpected end of (multipart data|form)/i.test(error.message);
 }
 
 /** Removes the stored files of received outcomes (a request that failed after storing some). */

@@ -15,6 +15,7 @@ import t from 'tap';
 import { localEmbeddingPlugin } from '../../plugins/embedding/local/index.js';
 import { openDatabase } from '../../src/db/database.js';
 import { insertChunks } from '../../src/documents/chunk-store.js';
+import { assertError } from '../support/assertions.js';
 import { buildTestApp, createScratchDatabase, multipartUpload, setupAdmin, testBackends, waitForIngestion } from '../support/test-app.js';
 
 const DOCUMENTS = 20;
@@ -139,6 +140,8 @@ for (const backend of testBackends()) {
       t.equal(document.status, 'failed');
       t.match(document.error, /^parsing failed: /, `error names the stage: ${document.error}`);
       t.equal(document.chunk_count, 0);
+      const reprocess = await second!.app.inject({ method: 'POST', url: `/v1/collections/restart/documents/${brokenId}/reprocess`, headers: admin });
+      assertError(t, reprocess, 409, /no stored original/, 'reprocessing a document whose original is gone');
       const jobs = await second!.services.sql<{ document_id: string; status: string; locked_by: string | null }>(
         "select document_id, status, locked_by from jobs where kind = 'ingest_document'",
       );

@@ -53,6 +53,9 @@ t.test('configuration: FILE_STORE and the S3 settings', async (t) => {
   t.match(s3, { fileStore: 's3', s3: { bucket: 'b', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true, prefix: 'rs/' } });
   t.throws(() => loadConfig({ FILE_STORE: 'gcs' }), /FILE_STORE must be "local" or "s3"/);
   t.throws(() => loadConfig({ FILE_STORE: 's3' }), /needs S3_BUCKET/);
+  t.equal(defaults.originalsInDatabaseMaxBytes, 65536, 'small originals go to the database by default');
+  t.equal(loadConfig({ ORIGINALS_IN_DATABASE_MAX_BYTES: '0' }).originalsInDatabaseMaxBytes, 0, 'or none');
+  t.throws(() => loadConfig({ ORIGINALS_IN_DATABASE_MAX_BYTES: '-1' }), /ORIGINALS_IN_DATABASE_MAX_BYTES/);
 });
 
 t.test('file store behaviour, local and S3', async (t) => {
