@@ -26,24 +26,32 @@ const INSERT_BATCH = 500;
 /**
  * Chunk rows through batched SQL (MikroORM's unit of work doubles bulk insert time, STACK.md).
  * Inserting an id that exists in the collection replaces its row and keeps its key, so the
- * search indexes replace the entry by key too.
+ * search indexes replace the entry by key too. Each statement checks and locks the collection and
+ * the documents once, where foreign keys checked every row (migration 0008): a row whose owner was
+ * deleted meanwhile is not written, and its key is null.
  */
-export async function insertChunks(sql: SqlRunner, collectionId: string, chunks: NewChunk[]): Promise<number[]> {
-  const keys: number[] = [];
+export async function insertChunks(sql: SqlRunner, collectionId: string, chunks: NewChunk[]): Promise<Array<number | null>> {
+  const keys: Array<number | null> = [];
   for (let start = 0; start < chunks.length; start += INSERT_BATCH) {
     const batch = chunks.slice(start, start + INSERT_BATCH);
-    const rows = await sql<{ key: string | number }>(
-      `insert into chunks (id, collection_id, document_id, chunk_index, text, metadata, tenant, created_at)
-       select r.id, ?::uuid, r.document_id, r.chunk_index, r.text, r.metadata, r.tenant, now()
+    const documentIds = [...new Set(batch.flatMap((chunk) => (chunk.documentId ? [chunk.documentId] : [])))];
+    const rows = await sql<{ id: string; key: string | number }>(
+      `with owner as (select id from collections where id = ?::uuid for key share),
+         live_documents as (select id from documents where id = any(?::uuid[]) for key share)
+       insert into chunks (id, collection_id, document_id, chunk_index, text, metadata, tenant, created_at)
+       select r.id, owner.id, r.document_id, r.chunk_index, r.text, r.metadata, r.tenant, now()
        from jsonb_to_recordset(?::jsonb) as r(id text, document_id uuid, chunk_index int, text text, metadata jsonb, tenant text)
+       cross join owner
+       where r.document_id is null or r.document_id in (select id from live_documents)
        on conflict (collection_id, id) do update set document_id = excluded.document_id, chunk_index = excluded.chunk_index,
          text = excluded.text, metadata = excluded.metadata, tenant = excluded.tenant, created_at = excluded.created_at
-       returning key`,
-      [collectionId, JSON.stringify(batch.map((chunk) => ({
+       returning id, key`,
+      [collectionId, documentIds, JSON.stringify(batch.map((chunk) => ({
         id: chunk.id, document_id: chunk.documentId, chunk_index: chunk.chunkIndex, text: chunk.text, metadata: chunk.metadata, tenant: chunk.tenant,
       })))],
     );
-    for (const row of rows) keys.push(Number(row.key));
+    const keyById = new Map(rows.map((row) => [row.id, Number(row.key)]));
+    for (const chunk of batch) keys.push(keyById.get(chunk.id) ?? null);
   }
   return keys;
 }

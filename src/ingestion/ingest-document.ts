@@ -171,13 +171,16 @@ async function replaceElements(runtime: IngestionRuntime, collection: Collection
   const elements = elementRows(documents);
   for (let start = 0; start < elements.length; start += 2000) {
     await sql(
-      `insert into document_elements (id, document_id, element_index, type, text, heading_path, page, metadata,
+      // The documents are checked and locked once, as insertChunks does (migration 0008).
+      `with live_documents as (select id from documents where id = any(?::uuid[]) for key share)
+       insert into document_elements (id, document_id, element_index, type, text, heading_path, page, metadata,
          storage_key, content_type, size_bytes, caption, caption_status, caption_error)
        select gen_random_uuid(), r.document_id, r.element_index, r.type, r.text, r.heading_path, r.page, r.metadata,
          r.storage_key, r.content_type, r.size_bytes, r.caption, r.caption_status, r.caption_error
        from jsonb_to_recordset(?::jsonb) as r(document_id uuid, element_index int, type text, text text, heading_path jsonb, page int, metadata jsonb,
-         storage_key text, content_type text, size_bytes bigint, caption text, caption_status text, caption_error text)`,
-      [JSON.stringify(elements.slice(start, start + 2000))],
+         storage_key text, content_type text, size_bytes bigint, caption text, caption_status text, caption_error text)
+       where r.document_id in (select id from live_documents)`,
+      [ids, JSON.stringify(elements.slice(start, start + 2000))],
     );
   }
 }
@@ -185,9 +188,11 @@ async function replaceElements(runtime: IngestionRuntime, collection: Collection
 /** Chunk rows, then both indexes, for one slice of chunks and their vectors. */
 async function writeChunks(runtime: IngestionRuntime, collection: CollectionRecord, rows: ChunkRow[], vectors: Float32Array[]): Promise<void> {
   const keys = await insertChunks(runtime.sql, collection.id, rows);
-  await runtime.keywordIndex.add(collection.id, rows.map((row, index) => ({ key: keys[index]!, text: row.text, metadata: row.metadata, tenant: row.tenant })));
-  await runtime.vectorStore.upsert(rows.map((row, index) => ({
-    key: keys[index]!, collectionId: collection.id, documentId: row.documentId, embedding: vectors[index]!, metadata: row.metadata, tenant: row.tenant,
+  // A document deleted while it was being ingested has no rows written (null keys): it is gone.
+  const written = rows.flatMap((row, index) => (keys[index] === null ? [] : [{ row, key: keys[index]!, embedding: vectors[index]! }]));
+  await runtime.keywordIndex.add(collection.id, written.map(({ row, key }) => ({ key, text: row.text, metadata: row.metadata, tenant: row.tenant })));
+  await runtime.vectorStore.upsert(written.map(({ row, key, embedding }) => ({
+    key, collectionId: collection.id, documentId: row.documentId, embedding, metadata: row.metadata, tenant: row.tenant,
   })));
 }
 

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { insertChunks } from '../documents/chunk-store.js';
 import { assertNoNulCharacters, checkMetadata } from '../documents/metadata-rules.js';
-import { BadRequestError, ConflictError } from '../errors.js';
+import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
 import type { SqlRunner } from '../plugins.js';
 import { removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
@@ -54,6 +54,8 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
   const keys = await insertChunks(runtime.sql, collection.id, prepared.map((vector) => ({
     id: vector.id, documentId: null, chunkIndex: 0, text: vector.text, metadata: vector.metadata, tenant: vector.tenant,
   })));
+  // Rows are written only while their collection exists (insertChunks): it was deleted meanwhile.
+  if (keys.includes(null)) throw new NotFoundError(`Collection ${collection.name} was deleted while its vectors were written`);
   await runtime.indexes.keywordIndex.add(collection.id, prepared.map((vector, index) => ({ key: keys[index]!, text: vector.text, metadata: vector.metadata, tenant: vector.tenant })));
   await runtime.indexes.vectorStore.upsert(prepared.map((vector, index) => ({
     key: keys[index]!, collectionId: collection.id, documentId: null, embedding: vector.embedding, metadata: vector.metadata, tenant: vector.tenant,

@@ -275,6 +275,16 @@ for (const backend of testBackends()) {
       const stored = await originalsOf(created.id);
       t.equal(stored.length, 2, 'both uploads are stored');
       t.ok(stored.includes(`database:${documentId}`), 'the small one in the database');
+      const elementRows = async () => Number((await ctx.services.sql<{ count: string | number }>(
+        'select count(*) as count from document_elements where document_id = any(?::uuid[])', [[documentId, large.json().id]],
+      ))[0]!.count);
+      t.ok(await elementRows() > 0, 'element rows before');
+      // A raw vector's chunk belongs to the collection alone, not to a document.
+      const raw = await app.inject({
+        method: 'POST', url: '/v1/collections/doomed/vectors/upsert', headers: admin,
+        payload: { vectors: [{ id: 'raw-1', embedding: Array.from(hashedTextVector('lighthouse keeper lamp', 384)), text: 'lighthouse keeper lamp raw', metadata: {} }] },
+      });
+      t.equal(raw.statusCode, 200, raw.body);
 
       const deleted = await app.inject({ method: 'DELETE', url: '/v1/collections/doomed', headers: admin });
       t.equal(deleted.statusCode, 204);
@@ -287,6 +297,7 @@ for (const backend of testBackends()) {
       t.notOk((await list('?limit=500')).json().data.some((c: any) => c.name === 'doomed'), 'not listed');
       const [{ count: chunkRows }] = await ctx.services.sql<{ count: string | number }>('select count(*) as count from chunks where collection_id = ?', [created.id]);
       t.equal(Number(chunkRows), 0, 'no chunk rows remain');
+      t.equal(await elementRows(), 0, 'no element rows remain');
 
       const reborn = await create({ name: 'doomed' });
       t.equal(reborn.statusCode, 201, 'the name is free again');

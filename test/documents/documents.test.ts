@@ -308,6 +308,13 @@ for (const backend of testBackends()) {
       };
       for (const mode of ['semantic', 'keyword', 'hybrid']) t.ok(await found(mode) > 0, `${mode} finds it before`);
       const originalsBefore = (await originalsOf(ctx, docs.id)).length;
+      const partRows = async () => {
+        const [counts] = await ctx.services.sql<{ chunks: string | number; elements: string | number }>(
+          'select (select count(*) from chunks where document_id = ?) as chunks, (select count(*) from document_elements where document_id = ?) as elements', [id, id],
+        );
+        return { chunks: Number(counts!.chunks), elements: Number(counts!.elements) };
+      };
+      t.ok((await partRows()).elements > 0, 'element rows before');
 
       const deleted = await app.inject({ method: 'DELETE', url: `/v1/collections/docs/documents/${id}`, headers: admin });
       t.equal(deleted.statusCode, 204);
@@ -327,6 +334,7 @@ for (const backend of testBackends()) {
       t.equal(after.vectors, before.vectors - document.chunk_count, 'vectors drop');
       t.ok(after.storage_bytes < before.storage_bytes, 'storage drops');
       t.equal((await originalsOf(ctx, docs.id)).length, originalsBefore - 1, 'its original is removed');
+      t.same(await partRows(), { chunks: 0, elements: 0 }, 'no chunk or element rows are left');
       const deleter = bearer((await createApiKey(app, cookie, { name: 'deleter', scopes: ['document:read'] })).key);
       assertError(t, await app.inject({ method: 'DELETE', url: `/v1/collections/docs/documents/${ids['notes.txt']}`, headers: deleter }), 403, 'API key missing required scope: document:delete', 'delete without scope');
       t.equal((await getDocument('docs', ids['notes.txt']!)).statusCode, 200, 'still there');

@@ -6,6 +6,7 @@ import { Migration0004Providers } from './0004-providers.js';
 import { Migration0005SearchSpeed } from './0005-search-speed.js';
 import { Migration0006InlineVectorRows } from './0006-inline-vector-rows.js';
 import { Migration0007DocumentOriginals } from './0007-document-originals.js';
+import { Migration0008ChunkOwnerChecks } from './0008-chunk-owner-checks.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -19,4 +20,5 @@ export const migrations: MigrationObject[] = [
   { name: '0005-search-speed', class: Migration0005SearchSpeed },
   { name: '0006-inline-vector-rows', class: Migration0006InlineVectorRows },
   { name: '0007-document-originals', class: Migration0007DocumentOriginals },
+  { name: '0008-chunk-owner-checks', class: Migration0008ChunkOwnerChecks },
 ];
