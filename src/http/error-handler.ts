@@ -49,6 +49,12 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
     if (!error.code && TRUNCATED_MULTIPART.test(error.message)) {
       return reply.code(400).send({ detail: 'The multipart body ended before its closing boundary: the upload is incomplete, nothing of it was kept', code: 'bad_request' });
     }
+    // A client that closed its connection mid-body: Node fails the request stream ("aborted").
+    // No one is left to read the answer, and it is not the service's failure.
+    if (request.raw.readableAborted) {
+      request.log.info({ err: error }, 'the client closed the connection before its request body arrived');
+      return reply.code(400).send({ detail: 'The client closed the connection before the request body arrived', code: 'client_closed' });
+    }
     const status = (error.code && FASTIFY_CODES_TO_STATUS[error.code]) || error.statusCode;
     if (status && status >= 400 && status < 500) {
       return reply.code(status).send({ detail: error.message, code: error.code ?? 'bad_request' });
