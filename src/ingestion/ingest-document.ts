@@ -157,17 +157,31 @@ function chunkRows(documents: PreparedDocument[]): ChunkRow[] {
   })));
 }
 
+/** Removes the chunks (with their index entries) and elements of documents. */
+async function removeWrittenParts(runtime: IngestionRuntime, collection: CollectionRecord, documentIds: string[]): Promise<void> {
+  const keys = await chunkKeysOfDocuments(runtime.sql, documentIds);
+  if (keys.length > 0) {
+    await runtime.keywordIndex.remove(collection.id, keys);
+    await runtime.vectorStore.delete(collection.id, keys);
+    await deleteChunksByKey(runtime.sql, keys);
+  }
+  await runtime.sql('delete from document_elements where document_id = any(?::uuid[])', [documentIds]);
+}
+
+/**
+ * After a failed write, takes back what it wrote of these documents: chunks written before the
+ * failure were searchable although their document ended failed or waiting for a retry. When this
+ * fails too (the database is away) the retry's replaceElements removes them.
+ */
+async function discardPartialWrites(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[]): Promise<void> {
+  await removeWrittenParts(runtime, collection, documents.map((document) => document.row.id)).catch(() => undefined);
+}
+
 /** Replaces what an interrupted run of these documents left behind, and writes their elements. */
 async function replaceElements(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[]): Promise<void> {
   const { sql } = runtime;
   const ids = documents.map((document) => document.row.id);
-  const previousKeys = await chunkKeysOfDocuments(sql, ids);
-  if (previousKeys.length > 0) {
-    await runtime.keywordIndex.remove(collection.id, previousKeys);
-    await runtime.vectorStore.delete(collection.id, previousKeys);
-    await deleteChunksByKey(sql, previousKeys);
-  }
-  await sql('delete from document_elements where document_id = any(?::uuid[])', [ids]);
+  await removeWrittenParts(runtime, collection, ids);
   const elements = elementRows(documents);
   for (let start = 0; start < elements.length; start += 2000) {
     await sql(
@@ -252,6 +266,7 @@ async function indexOneByOne(runtime: IngestionRuntime, collection: CollectionRe
       await embedAndIndex(runtime, collection, [document], progress);
       outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
     } catch (error) {
+      await discardPartialWrites(runtime, collection, [document]);
       if (error instanceof IngestionError && error.stage === 'embedding') throw error;
       failures.push([document, error]);
     }
@@ -318,8 +333,10 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
     await embedAndIndex(runtime, collection, documents, progress);
     for (const document of documents) outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
   } catch (error) {
-    if (error instanceof IngestionError && error.stage === 'embedding') throw error;
-    if (documents.length <= 1) throw asIngestionError('indexing', error, true);
+    if ((error instanceof IngestionError && error.stage === 'embedding') || documents.length <= 1) {
+      await discardPartialWrites(runtime, collection, documents);
+      throw asIngestionError('indexing', error, true);
+    }
     await indexOneByOne(runtime, collection, documents, outcomes, progress);
   }
   return [...outcomes.values()];
