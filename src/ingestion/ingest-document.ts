@@ -170,11 +170,17 @@ async function removeWrittenParts(runtime: IngestionRuntime, collection: Collect
 
 /**
  * After a failed write, takes back what it wrote of these documents: chunks written before the
- * failure were searchable although their document ended failed or waiting for a retry. When this
- * fails too (the database is away) the retry's replaceElements removes them.
+ * failure were searchable although their document ended failed or waiting for a retry. The write
+ * version moves on, so that answers cached meanwhile, which may hold those chunks, are not served
+ * again. When this fails too (the database is away) the retry's replaceElements removes them.
  */
 async function discardPartialWrites(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[]): Promise<void> {
-  await removeWrittenParts(runtime, collection, documents.map((document) => document.row.id)).catch(() => undefined);
+  try {
+    await removeWrittenParts(runtime, collection, documents.map((document) => document.row.id));
+    await runtime.recordWrite(collection.id);
+  } catch {
+    // Left to the retry, as above; the failure being handled is the one to report.
+  }
 }
 
 /** Replaces what an interrupted run of these documents left behind, and writes their elements. */

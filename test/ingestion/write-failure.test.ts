@@ -16,8 +16,13 @@ for (const backend of testBackends()) {
     const { vectorStore } = ctx.services.indexes;
     const upsert = vectorStore.upsert.bind(vectorStore);
     let refuseEverything = false;
+    /** Run when a write is refused, before the refusal: what queries see of the half-written document. */
+    let onRefusal = async () => undefined as unknown;
     vectorStore.upsert = async (records: VectorRecord[]) => {
-      if (refuseEverything || records.some((record) => record.metadata.refused === true)) throw new Error('vector store refused the write');
+      if (refuseEverything || records.some((record) => record.metadata.refused === true)) {
+        await onRefusal();
+        throw new Error('vector store refused the write');
+      }
       return upsert(records);
     };
     const created = await ctx.app.inject({ method: 'POST', url: '/v1/collections', headers, payload: { name: 'refusals' } });
@@ -29,8 +34,8 @@ for (const backend of testBackends()) {
       return response.json().id as string;
     };
     const read = async (id: string) => (await ctx.app.inject({ url: `/v1/collections/refusals/documents/${id}`, headers })).json();
-    const found = async (query: string, mode: string) => (await ctx.app.inject({
-      method: 'POST', url: '/v1/collections/refusals/query', headers, payload: { query, search_mode: mode, skip_cache: true },
+    const found = async (query: string, mode: string, skipCache = true) => (await ctx.app.inject({
+      method: 'POST', url: '/v1/collections/refusals/query', headers, payload: { query, search_mode: mode, skip_cache: skipCache },
     })).json().results as Array<{ document_id: string }>;
 
     await t.test('one document cannot be written: it fails alone, nothing of it is searchable', async (t) => {
@@ -50,6 +55,31 @@ for (const backend of testBackends()) {
       }
       const [left] = await ctx.services.sql<{ count: string | number }>('select count(*) as count from chunks where document_id = ?', [refused]);
       t.equal(Number(left!.count), 0, 'no chunk rows of the failed document');
+    });
+
+    await t.test('an answer cached while a document was half-written is not served after its failure', async (t) => {
+      const lonely = await ctx.app.inject({ method: 'POST', url: '/v1/collections', headers, payload: { name: 'lonely' } });
+      t.equal(lonely.statusCode, 201);
+      const ask = async (skipCache: boolean) => (await ctx.app.inject({
+        method: 'POST', url: '/v1/collections/lonely/query', headers, payload: { query: 'shepherds count sheep', search_mode: 'keyword', skip_cache: skipCache },
+      })).json().results as Array<{ document_id: string }>;
+      let seenWhileHalfWritten: boolean | undefined;
+      onRefusal = async () => {
+        // Not skipping the cache: the answer is kept under the collection's current write version.
+        seenWhileHalfWritten ??= (await ask(false)).length > 0;
+      };
+      const body = multipartUpload([{ filename: 'sheep.txt', content: 'Shepherds count sheep at the gate every evening.', contentType: 'text/plain' }], { metadata: JSON.stringify({ refused: true }) });
+      const accepted = await ctx.app.inject({ method: 'POST', url: '/v1/collections/lonely/documents', headers: { ...headers, ...body.headers }, payload: body.payload });
+      t.equal(accepted.statusCode, 202, accepted.body);
+      const id = accepted.json().id as string;
+      const deadline = Date.now() + 30_000;
+      while (!/\(will retry\)$/.test((await ctx.app.inject({ url: `/v1/collections/lonely/documents/${id}`, headers })).json().progress?.message ?? '')) {
+        if (Date.now() > deadline) throw new Error('the document was not set back to pending');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      onRefusal = async () => undefined;
+      t.equal(seenWhileHalfWritten, true, 'a query while it was half-written found it');
+      t.same(await ask(false), [], 'the answer cached then is not served after the failure');
     });
 
     await t.test('no document of a batch can be written: the batch waits to be retried', async (t) => {
