@@ -6,6 +6,7 @@ import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
 import type { SqlRunner } from '../plugins.js';
 import { removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
+import { unitVector } from './unit-vector.js';
 
 export const VectorUpsertBody = Type.Object({
   vectors: Type.Array(Type.Object({
@@ -39,13 +40,14 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
       throw new BadRequestError(`vectors[${index}].embedding has ${vector.embedding.length} dimensions; collection ${collection.name} expects ${collection.dimension}`);
     }
     if (vector.embedding.some((value) => !Number.isFinite(value))) throw new BadRequestError(`vectors[${index}].embedding contains a non-finite number`);
-    if (vector.embedding.every((value) => value === 0)) throw new BadRequestError(`vectors[${index}].embedding is all zeros: cosine similarity is undefined for it`);
+    const embedding = unitVector(vector.embedding);
+    if (!embedding) throw new BadRequestError(`vectors[${index}].embedding is all zeros: cosine similarity is undefined for it`);
     if (seen.has(vector.id)) throw new BadRequestError(`vectors[${index}].id "${vector.id}" appears twice in the request`);
     seen.add(vector.id);
     const metadata = vector.metadata ?? {};
     assertNoNulCharacters({ id: vector.id, text: vector.text, metadata }, `vectors[${index}]`);
     const tenant = checkMetadata(collection, metadata, `vectors[${index}].metadata`);
-    return { id: vector.id, embedding: Float32Array.from(vector.embedding), text: vector.text ?? '', metadata, tenant };
+    return { id: vector.id, embedding, text: vector.text ?? '', metadata, tenant };
   });
   // An id of a document's chunk is not a raw vector: replacing it would take the chunk from its document.
   const taken = await runtime.sql<{ id: string }>('select id from chunks where collection_id = ? and document_id is not null and id = any(?::text[]) limit 1', [collection.id, [...seen]]);

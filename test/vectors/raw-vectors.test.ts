@@ -49,6 +49,22 @@ for (const backend of testBackends()) {
     const raw4 = await createCollection({ name: 'raw4', dimension: 4 });
     t.equal(raw4.dimension, 4);
 
+    await t.test('any finite scale is accepted and ranks by direction (stored at length 1)', async (t) => {
+      const scaled = await createCollection({ name: 'scaled', dimension: 4 });
+      t.equal(scaled.dimension, 4);
+      // Beyond float32's range, within it but squaring past it, and below its smallest value.
+      const scales = { huge: 1e300, large: 1e30, tiny: 1e-310 };
+      for (const [name, scale] of Object.entries(scales)) {
+        const response = await upsert('scaled', { vectors: [{ id: name, embedding: q.map((value) => value * scale), text: `${name} vector` }] });
+        t.equal(response.statusCode, 200, `${name}: ${response.body}`);
+        const answer = await query('scaled', { query: QUERY, search_mode: 'semantic', filters: {}, top_k: 10 });
+        const hit = answer.results.find((result) => result.id === name);
+        t.ok(hit, `${name}: found by a query in its direction`);
+        t.ok(Math.abs(hit?.score - 1) < 1e-4, `${name}: score ${hit?.score} is 1`);
+        await remove('scaled', { ids: [name] });
+      }
+    });
+
     await t.test('upsert: 200 {upserted}; semantic order follows cosine similarity', async (t) => {
       const response = await upsert('raw4', {
         vectors: [
