@@ -23,9 +23,11 @@ import { authenticate } from './http/authenticate.js';
 import { connectionDrain } from './http/connection-drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
+import { nulInUrl } from './http/nul-in-url.js';
 import { openapi } from './http/openapi.js';
 import { createValidatorCompiler } from './http/validation.js';
 import type { AppServices } from './services.js';
+import { MULTIPART_FIELD_MAX_BYTES } from './uploads/multipart-files.js';
 
 export interface BuildAppOptions {
   services: AppServices;
@@ -52,11 +54,12 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
   app.removeContentTypeParser('text/plain');
   await app.register(errorHandler);
   await app.register(connectionDrain);
+  await app.register(nulInUrl);
   await app.register(cookie);
   // Files stream to storage part by part; the size limit surfaces as a truncated stream (413).
   await app.register(multipart, {
     throwFileSizeLimit: false,
-    limits: { fileSize: services.config.uploadLimitBytes, files: 1000, fields: 100, fieldSize: 1024 * 1024, parts: 2000 },
+    limits: { fileSize: services.config.uploadLimitBytes, files: 1000, fields: 100, fieldSize: MULTIPART_FIELD_MAX_BYTES, parts: 2000 },
   });
   await app.register(openapi);
   await app.register(authenticate, { services });

@@ -3,10 +3,13 @@ import { Type, type Static } from 'typebox';
 export const DEFAULT_PAGE_LIMIT = 50;
 export const MAX_PAGE_LIMIT = 500;
 
+/** Past PostgreSQL's bigint an offset is a database error (a 500); no list is longer than this. */
+export const MAX_PAGE_OFFSET = 2_147_483_647;
+
 /** `limit` (default 50, max 500) and `offset` (default 0) of every list (api-contract 1). */
 export const PageQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  offset: Type.Integer({ minimum: 0, maximum: MAX_PAGE_OFFSET, default: 0 }),
 });
 export type PageQuery = Static<typeof PageQuery>;
 

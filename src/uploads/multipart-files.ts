@@ -6,6 +6,9 @@ import { inspectUpload } from '../ingestion/parser-selection.js';
 import type { Parser } from '../plugins.js';
 import type { FileStore } from '../storage/file-store.js';
 
+/** The largest multipart field (`metadata`, `on_duplicate`) a request may send: 1 MiB. */
+export const MULTIPART_FIELD_MAX_BYTES = 1024 * 1024;
+
 /** A file part streamed to storage; `filename` is the sanitised display name. */
 export interface ReceivedFile {
   filename: string;
@@ -104,6 +107,8 @@ export async function receiveMultipartFiles(request: FastifyRequest, options: Re
   try {
     for await (const part of request.parts()) {
       if (part.type === 'field') {
+        // busboy cuts a longer field and says so: parsing the rest would report bad JSON, not the size.
+        if (part.valueTruncated) throw new PayloadTooLargeError(`Field "${part.fieldname}" is larger than ${MULTIPART_FIELD_MAX_BYTES} bytes`);
         fields[part.fieldname] = String(part.value);
         continue;
       }

@@ -370,6 +370,10 @@ for (const backend of testBackends()) {
         assertError(t, await send('refusals', multipartFileFirst({ filename: 'ok.txt', content: 'fine text' }, { metadata: raw! })), 400, /metadata/, `metadata ${what} after the file`);
         await nothingWritten(`metadata ${what} after the file`);
       }
+      // Over the 1 MiB field limit busboy cuts the field: the answer names the size, not bad JSON.
+      const oversized = JSON.stringify({ notes: 'x'.repeat(1024 * 1024) });
+      assertError(t, await upload('refusals', 'ok.txt', 'fine text', 'text/plain', oversized), 413, /Field "metadata" is larger than 1048576 bytes/, 'metadata over 1 MiB');
+      await nothingWritten('metadata over 1 MiB');
       const accepted = await upload('refusals', 'ok.txt', 'fine text', 'text/plain', '');
       t.equal(accepted.statusCode, 202, 'an empty metadata field is no metadata');
       t.same(accepted.json().metadata, {});

@@ -164,6 +164,25 @@ for (const backend of testBackends()) {
       t.equal(response.headers.allow, 'GET');
     });
 
+    await t.test('a NUL character in the URL and an offset past any list', async (t) => {
+      const created = await app.inject({ method: 'POST', url: '/v1/collections', headers: { cookie }, payload: { name: 'nul-checks' } });
+      t.equal(created.statusCode, 201, created.body);
+      for (const url of ['/v1/collections/nul-checks/documents?q=%00', '/v1/collections/nul-checks/documents?q=a%00b', '/v1/collections?name=%00', '/v1/admin/users?email=%00']) {
+        const response = await app.inject({ method: 'GET', url, headers: { cookie } });
+        assertErrorBody(t, response, 400, url);
+        t.match(response.json().detail, /NUL/, `${url}: names the NUL character`);
+      }
+      for (const url of ['/v1/collections/nul-checks/documents?offset=1e20', '/v1/collections?offset=9223372036854775808', '/v1/admin/users?offset=2147483648']) {
+        const response = await app.inject({ method: 'GET', url, headers: { cookie } });
+        assertErrorBody(t, response, 400, url);
+        t.match(response.json().detail, /offset/, `${url}: names the offset`);
+      }
+      const last = await app.inject({ method: 'GET', url: '/v1/collections/nul-checks/documents?offset=2147483647', headers: { cookie } });
+      t.equal(last.statusCode, 200, 'the largest offset is an empty page');
+      t.same(last.json().data, []);
+      t.equal((await app.inject({ method: 'DELETE', url: '/v1/collections/nul-checks', headers: { cookie } })).statusCode, 204);
+    });
+
     await t.test('after all that the server is healthy and consistent', async (t) => {
       let response = await app.inject({ method: 'GET', url: '/health' });
       t.equal(response.statusCode, 200);
