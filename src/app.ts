@@ -25,6 +25,7 @@ import { errorHandler } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
 import { nulInUrl } from './http/nul-in-url.js';
 import { openapi } from './http/openapi.js';
+import { unstorableText } from './http/unstorable-text.js';
 import { createValidatorCompiler } from './http/validation.js';
 import type { AppServices } from './services.js';
 import { MULTIPART_FIELD_MAX_BYTES } from './uploads/multipart-files.js';
@@ -55,6 +56,7 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
   await app.register(errorHandler);
   await app.register(connectionDrain);
   await app.register(nulInUrl);
+  await app.register(unstorableText);
   await app.register(cookie);
   // Files stream to storage part by part; the size limit surfaces as a truncated stream (413).
   await app.register(multipart, {

@@ -183,6 +183,26 @@ for (const backend of testBackends()) {
       t.equal((await app.inject({ method: 'DELETE', url: '/v1/collections/nul-checks', headers: { cookie } })).statusCode, 204);
     });
 
+    await t.test('text the database cannot store (NUL, half a surrogate pair): 400 naming where, nothing created', async (t) => {
+      const before = { keys: await total('/v1/admin/api-keys'), users: await total('/v1/admin/users'), collections: await total('/v1/collections') };
+      for (const [bad, what] of [['a\u0000b', 'NUL'], ['a\uD83Db', 'half a surrogate pair']] as const) {
+        const cases: Array<[string, string, unknown, RegExp]> = [
+          ['POST', '/v1/collections', { name: 'unstorable', description: bad }, /body\.description/],
+          ['POST', '/v1/collections', { name: 'unstorable', metadata_schema: { type: 'object', description: bad } }, /body\.metadata_schema\.description/],
+          ['POST', '/v1/admin/api-keys', { name: bad }, /body\.name/],
+          ['POST', '/v1/admin/users', { email: 'unstorable@example.com', password: 'long-enough-password', display_name: bad }, /body\.display_name/],
+          ['POST', '/v1/auth/login', { email: bad, password: 'long-enough-password' }, /body\.email/],
+          ['PUT', '/v1/auth/preferences', { [bad]: 'dark' }, /body \(a field name\)/],
+        ];
+        for (const [method, url, payload, where] of cases) {
+          const response = await app.inject({ method: method as 'POST', url, headers: { cookie }, payload: payload as object });
+          assertErrorBody(t, response, 400, `${what}: ${method} ${url}`);
+          t.match(response.json().detail, where, `${what}: ${method} ${url} names where`);
+        }
+      }
+      t.same({ keys: await total('/v1/admin/api-keys'), users: await total('/v1/admin/users'), collections: await total('/v1/collections') }, before, 'nothing was created');
+    });
+
     await t.test('after all that the server is healthy and consistent', async (t) => {
       let response = await app.inject({ method: 'GET', url: '/health' });
       t.equal(response.statusCode, 200);
