@@ -23,7 +23,6 @@ import { authenticate } from './http/authenticate.js';
 import { connectionDrain } from './http/connection-drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
-import { nulInUrl } from './http/nul-in-url.js';
 import { openapi } from './http/openapi.js';
 import { unstorableText } from './http/unstorable-text.js';
 import { createValidatorCompiler } from './http/validation.js';
@@ -55,7 +54,6 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
   app.removeContentTypeParser('text/plain');
   await app.register(errorHandler);
   await app.register(connectionDrain);
-  await app.register(nulInUrl);
   await app.register(unstorableText);
   await app.register(cookie);
   // Files stream to storage part by part; the size limit surfaces as a truncated stream (413).

@@ -1,6 +1,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
+import { findUnstorableText, unstorableTextDetail } from '../text/storable-text.js';
 
 const ajv = new Ajv({ strict: false, allErrors: true });
 const compiled = new Map<string, ValidateFunction>();
@@ -26,14 +27,12 @@ export function parseMetadataField(raw: string | undefined): Record<string, unkn
     throw new BadRequestError('metadata must be a JSON object');
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new BadRequestError('metadata must be a JSON object');
-  assertNoNulCharacters(value, 'metadata');
+  // A form field escapes the JSON-body check of src/http/unstorable-text.ts.
+  const unstorable = findUnstorableText(value, 'metadata');
+  if (unstorable) throw new BadRequestError(unstorableTextDetail(unstorable));
   return value as Record<string, unknown>;
 }
 
-/** PostgreSQL text and jsonb cannot hold U+0000; refusing it up front keeps it a 400, not a 500. */
-export function assertNoNulCharacters(value: unknown, where: string): void {
-  if (JSON.stringify(value).includes('\\u0000')) throw new BadRequestError(`${where} must not contain NUL characters (\\u0000)`);
-}
 
 /**
  * Checks metadata against the collection's `metadata_schema` and returns the tenant value when

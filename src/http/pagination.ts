@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 export const DEFAULT_PAGE_LIMIT = 50;
 export const MAX_PAGE_LIMIT = 500;
 
-/** Past PostgreSQL's bigint an offset is a database error (a 500); no list is longer than this. */
+/** An offset past PostgreSQL's bigint was a database error (a 500); no list is longer than 2^31 - 1. */
 export const MAX_PAGE_OFFSET = 2_147_483_647;
 
 /** `limit` (default 50, max 500) and `offset` (default 0) of every list (api-contract 1). */

@@ -5,6 +5,7 @@ import type { ElementFile, StoredElementImages } from '../documents/element-file
 import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed-chunk-texts.js';
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
 import type { KeywordIndex } from '../search/keyword/keyword-index.js';
+import { removeFromIndexes } from '../search/search-indexes.js';
 import type { FileStore } from '../storage/file-store.js';
 import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
 import { detectParser } from './parser-selection.js';
@@ -160,11 +161,8 @@ function chunkRows(documents: PreparedDocument[]): ChunkRow[] {
 /** Removes the chunks (with their index entries) and elements of documents. */
 async function removeWrittenParts(runtime: IngestionRuntime, collection: CollectionRecord, documentIds: string[]): Promise<void> {
   const keys = await chunkKeysOfDocuments(runtime.sql, documentIds);
-  if (keys.length > 0) {
-    await runtime.keywordIndex.remove(collection.id, keys);
-    await runtime.vectorStore.delete(collection.id, keys);
-    await deleteChunksByKey(runtime.sql, keys);
-  }
+  await removeFromIndexes(runtime, collection.id, keys);
+  await deleteChunksByKey(runtime.sql, keys);
   await runtime.sql('delete from document_elements where document_id = any(?::uuid[])', [documentIds]);
 }
 

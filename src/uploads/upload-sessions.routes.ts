@@ -3,7 +3,6 @@ import { Type } from 'typebox';
 import { findCollection } from '../collections/collections.service.js';
 import { NameParams } from '../collections/collections.routes.js';
 import { intakeRuntime, ON_DUPLICATE, parseOnDuplicate } from '../documents/document-intake.js';
-import { assertNoNulCharacters } from '../documents/metadata-rules.js';
 import { BadRequestError } from '../errors.js';
 import { requireActor } from '../http/authenticate.js';
 import { scope } from '../http/route-access.js';
@@ -32,7 +31,6 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const metadata = request.body.metadata ?? {};
-    assertNoNulCharacters(metadata, 'metadata');
     const session = await createSession(sql, collection, { metadata, onDuplicate: parseOnDuplicate(request.body.on_duplicate) });
     return reply.code(201).send(await sessionView(sql, collection, session));
   });

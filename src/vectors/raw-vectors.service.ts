@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { insertChunks } from '../documents/chunk-store.js';
-import { assertNoNulCharacters, checkMetadata } from '../documents/metadata-rules.js';
+import { checkMetadata } from '../documents/metadata-rules.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
 import type { SqlRunner } from '../plugins.js';
@@ -45,7 +45,6 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
     if (seen.has(vector.id)) throw new BadRequestError(`vectors[${index}].id "${vector.id}" appears twice in the request`);
     seen.add(vector.id);
     const metadata = vector.metadata ?? {};
-    assertNoNulCharacters({ id: vector.id, text: vector.text, metadata }, `vectors[${index}]`);
     const tenant = checkMetadata(collection, metadata, `vectors[${index}].metadata`);
     return { id: vector.id, embedding, text: vector.text ?? '', metadata, tenant };
   });

@@ -364,7 +364,8 @@ for (const backend of testBackends()) {
       t.match(exe.json().detail, /text\/markdown/);
       t.match(exe.json().detail, /text\/html/);
       await nothingWritten('unsupported type');
-      for (const [raw, what] of [['not json', 'not JSON'], ['[1,2]', 'a JSON array'], ['"text"', 'a JSON string'], ['null', 'null'], ['42', 'a number']]) {
+      for (const [raw, what] of [['not json', 'not JSON'], ['[1,2]', 'a JSON array'], ['"text"', 'a JSON string'], ['null', 'null'], ['42', 'a number'],
+        ['{"note":"a\\u0000b"}', 'a NUL character'], ['{"note":"a\\ud83db"}', 'half a surrogate pair']]) {
         assertError(t, await upload('refusals', 'ok.txt', 'fine text', 'text/plain', raw), 400, /metadata/, `metadata ${what}`);
         await nothingWritten(`metadata ${what}`);
         assertError(t, await send('refusals', multipartFileFirst({ filename: 'ok.txt', content: 'fine text' }, { metadata: raw! })), 400, /metadata/, `metadata ${what} after the file`);

@@ -65,6 +65,17 @@ for (const backend of testBackends()) {
       }
     });
 
+    await t.test('a collection another replica deleted, still cached here: 404, nothing written', async (t) => {
+      const gone = await createCollection({ name: 'gone-elsewhere', dimension: 4 });
+      t.equal((await query('gone-elsewhere', { query: QUERY })).total, 0, 'looked up, so this process caches it');
+      // Another replica's delete: straight to the database, this process's directory is not told.
+      await ctx.services.sql('delete from collections where id = ?', [gone.id]);
+      const response = await upsert('gone-elsewhere', { vectors: [{ id: 'late', embedding: SAME, text: 'late arrival' }] });
+      assertError(t, response, 404, /gone-elsewhere was deleted while its vectors were written/, 'upsert into it');
+      const [left] = await ctx.services.sql<{ count: string | number }>('select count(*) as count from chunks where collection_id = ?', [gone.id]);
+      t.equal(Number(left!.count), 0, 'no chunk row');
+    });
+
     await t.test('upsert: 200 {upserted}; semantic order follows cosine similarity', async (t) => {
       const response = await upsert('raw4', {
         vectors: [
