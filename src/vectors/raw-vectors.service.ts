@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import type { CollectionRecord } from '../db/entities/index.js';
-import { insertChunks } from '../documents/chunk-store.js';
+import { deleteChunksByKey, insertChunks, type StoredChunk } from '../documents/chunk-store.js';
 import { checkMetadata } from '../documents/metadata-rules.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
@@ -48,21 +48,53 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
     const tenant = checkMetadata(collection, metadata, `vectors[${index}].metadata`);
     return { id: vector.id, embedding, text: vector.text ?? '', metadata, tenant };
   });
+  const existing = await runtime.sql<StoredChunk & { key: string | number }>(
+    'select key, id, collection_id, document_id, chunk_index, text, metadata, tenant from chunks where collection_id = ? and id = any(?::text[])', [collection.id, [...seen]],
+  );
   // An id of a document's chunk is not a raw vector: replacing it would take the chunk from its document.
-  const taken = await runtime.sql<{ id: string }>('select id from chunks where collection_id = ? and document_id is not null and id = any(?::text[]) limit 1', [collection.id, [...seen]]);
-  if (taken.length > 0) throw new ConflictError(`id "${taken[0]!.id}" names a chunk of a document in collection ${collection.name}; raw vectors cannot replace document chunks`);
-  // Keys of ids that exist already: their rows are replaced in place.
-  const keys = await insertChunks(runtime.sql, collection.id, prepared.map((vector) => ({
-    id: vector.id, documentId: null, chunkIndex: 0, text: vector.text, metadata: vector.metadata, tenant: vector.tenant,
-  })));
-  // Rows are written only while their collection exists (insertChunks): it was deleted meanwhile.
-  if (keys.includes(null)) throw new NotFoundError(`Collection ${collection.name} was deleted while its vectors were written`);
-  await runtime.indexes.keywordIndex.add(collection.id, prepared.map((vector, index) => ({ key: keys[index]!, text: vector.text, metadata: vector.metadata, tenant: vector.tenant })));
-  await runtime.indexes.vectorStore.upsert(prepared.map((vector, index) => ({
-    key: keys[index]!, collectionId: collection.id, documentId: null, embedding: vector.embedding, metadata: vector.metadata, tenant: vector.tenant,
-  })));
+  const ofDocument = existing.find((row) => row.document_id !== null);
+  if (ofDocument) throw new ConflictError(`id "${ofDocument.id}" names a chunk of a document in collection ${collection.name}; raw vectors cannot replace document chunks`);
+  let keys: Array<number | null> = [];
+  try {
+    keys = await insertChunks(runtime.sql, collection.id, prepared.map((vector) => ({
+      id: vector.id, documentId: null, chunkIndex: 0, text: vector.text, metadata: vector.metadata, tenant: vector.tenant,
+    })));
+    // Rows are written only while their collection exists (insertChunks): it was deleted meanwhile.
+    if (keys.includes(null)) throw new NotFoundError(`Collection ${collection.name} was deleted while its vectors were written`);
+    await runtime.indexes.keywordIndex.add(collection.id, prepared.map((vector, index) => ({ key: keys[index]!, text: vector.text, metadata: vector.metadata, tenant: vector.tenant })));
+    await runtime.indexes.vectorStore.upsert(prepared.map((vector, index) => ({
+      key: keys[index]!, collectionId: collection.id, documentId: null, embedding: vector.embedding, metadata: vector.metadata, tenant: vector.tenant,
+    })));
+  } catch (error) {
+    await takeBackUpsert(runtime, collection, keys, existing.map((row) => ({ ...row, key: Number(row.key) })));
+    throw error;
+  }
   await runtime.directory.recordWrite(runtime.sql, collection.id);
   return prepared.length;
+}
+
+/**
+ * After a failed upsert, takes back what it wrote: the ids it added are removed (rows and both
+ * indexes), and the rows it was replacing get their text and metadata back. Their vectors are the
+ * previous ones unless the store wrote part of the batch before failing; retrying the request
+ * completes them. When this fails too (the database is away), the retry replaces everything.
+ */
+async function takeBackUpsert(runtime: RawVectorRuntime, collection: CollectionRecord, keys: Array<number | null>, previous: StoredChunk[]): Promise<void> {
+  const replaced = new Set(previous.map((row) => row.key));
+  const added = keys.filter((key): key is number => key !== null && !replaced.has(key));
+  try {
+    await removeFromIndexes(runtime.indexes, collection.id, added);
+    await deleteChunksByKey(runtime.sql, added);
+    const restored = await insertChunks(runtime.sql, collection.id, previous.map((row) => ({
+      id: row.id, documentId: null, chunkIndex: row.chunk_index, text: row.text, metadata: row.metadata, tenant: row.tenant,
+    })));
+    // Not for a collection deleted meanwhile (null keys): its index is gone and must stay so.
+    const back = previous.filter((_, index) => restored[index] !== null);
+    await runtime.indexes.keywordIndex.add(collection.id, back.map((row) => ({ key: row.key, text: row.text, metadata: row.metadata, tenant: row.tenant })));
+    await runtime.directory.recordWrite(runtime.sql, collection.id);
+  } catch {
+    // Left to the retry, as above; the failure being handled is the one to report.
+  }
 }
 
 /** Deletes raw vectors by id; ids that do not exist (or name a document chunk) are not counted. */
@@ -71,7 +103,7 @@ export async function deleteRawVectors(runtime: RawVectorRuntime, collection: Co
   const keys = rows.map((row) => Number(row.key));
   await removeFromIndexes(runtime.indexes, collection.id, keys);
   if (keys.length > 0) {
-    await runtime.sql('delete from chunks where key = any(?::bigint[])', [keys]);
+    await deleteChunksByKey(runtime.sql, keys);
     await runtime.directory.recordWrite(runtime.sql, collection.id);
   }
   return keys.length;

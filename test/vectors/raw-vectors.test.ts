@@ -76,6 +76,34 @@ for (const backend of testBackends()) {
       t.equal(Number(left!.count), 0, 'no chunk row');
     });
 
+    await t.test('a vector store that fails the write: new ids are taken back, replaced ids keep their text', async (t) => {
+      await createCollection({ name: 'failing-store', dimension: 4 });
+      t.same((await upsert('failing-store', { vectors: [{ id: 'kept', embedding: SAME, text: 'lighthouse keeper', metadata: { era: 'old' } }] })).json(), { upserted: 1 });
+      const { vectorStore } = ctx.services.indexes;
+      const storeUpsert = vectorStore.upsert;
+      vectorStore.upsert = async () => { throw new Error('vector store is away'); };
+      const failed = await upsert('failing-store', { vectors: [
+        { id: 'kept', embedding: FAR, text: 'submarine captain', metadata: { era: 'new' } },
+        { id: 'added', embedding: NEAR, text: 'windmill miller' },
+      ] });
+      vectorStore.upsert = storeUpsert;
+      t.equal(failed.statusCode, 500, failed.body);
+      const rows = await ctx.services.sql<{ id: string; text: string; metadata: Record<string, unknown> }>(
+        'select c.id, c.text, c.metadata from chunks c join collections k on k.id = c.collection_id where k.name = ? order by c.id', ['failing-store'],
+      );
+      t.same(rows.map((row) => [row.id, row.text, row.metadata.era]), [['kept', 'lighthouse keeper', 'old']], 'the added row is gone, the replaced one is as before');
+      t.same(idsOf(await query('failing-store', { query: 'windmill miller', search_mode: 'keyword' })), [], 'keyword: the added id is not found');
+      t.same(idsOf(await query('failing-store', { query: 'submarine captain', search_mode: 'keyword' })), [], 'keyword: nor the text that was not stored');
+      t.same(idsOf(await query('failing-store', { query: 'lighthouse keeper', search_mode: 'keyword' })), ['kept'], 'keyword: the previous text is');
+      // The only vector left is kept's, in the query's direction: semantic and hybrid find it alone.
+      for (const mode of ['semantic', 'hybrid']) {
+        t.same(idsOf(await query('failing-store', { query: QUERY, search_mode: mode })), ['kept'], `${mode}: only the previous vector`);
+      }
+      t.match(await stats('failing-store'), { raw_vectors: 1, vectors: 1, chunks: 1 });
+      t.same((await upsert('failing-store', { vectors: [{ id: 'added', embedding: NEAR, text: 'windmill miller' }] })).json(), { upserted: 1 }, 'a retry once the store is back');
+      t.same(idsOf(await query('failing-store', { query: 'windmill miller', search_mode: 'keyword' })), ['added']);
+    });
+
     await t.test('upsert: 200 {upserted}; semantic order follows cosine similarity', async (t) => {
       const response = await upsert('raw4', {
         vectors: [
