@@ -1,3 +1,4 @@
+import { ConfigError } from '../config.js';
 export type SettingValue = string | number | boolean;
 
 export interface SettingDefinition {
@@ -49,11 +50,21 @@ export function settingValueError(definition: SettingDefinition, value: unknown)
   }
 }
 
-/** Reads a setting from the environment (`SESSION_COOKIE_SECURE=true`), or undefined when unset. */
+const BOOLEAN_WORDS = new Map([['true', true], ['1', true], ['false', false], ['0', false]]);
+
+/**
+ * Reads a setting from the environment (`SESSION_COOKIE_SECURE=true`): undefined when unset, a
+ * ConfigError when set to a value the setting does not take, so a typo stops the start instead of
+ * being silently replaced by the default.
+ */
 export function settingFromEnvironment(definition: SettingDefinition, env: NodeJS.ProcessEnv): SettingValue | undefined {
-  const raw = env[definition.key.toUpperCase()];
+  const name = definition.key.toUpperCase();
+  const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
-  if (definition.type === 'boolean') return raw === 'true' || raw === '1';
-  if (definition.type === 'integer') return Number(raw);
-  return raw;
+  let value: SettingValue | undefined = raw;
+  if (definition.type === 'boolean') value = BOOLEAN_WORDS.get(raw.trim().toLowerCase());
+  if (definition.type === 'integer') value = /^\s*-?\d+\s*$/.test(raw) ? Number(raw) : undefined;
+  const error = value === undefined ? `${definition.key} must be ${definition.type === 'boolean' ? 'true or false' : 'an integer'}` : settingValueError(definition, value);
+  if (error) throw new ConfigError(`${name}: ${error}, got "${raw}"`);
+  return value;
 }

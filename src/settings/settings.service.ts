@@ -21,12 +21,19 @@ export interface SettingView {
 export class SettingsService {
   private stored = new Map<string, SettingValue>();
   private loadedAt = 0;
+  /** Read once: the environment does not change while the process runs, and reading it is slow. */
+  private readonly environment: Map<string, SettingValue>;
 
   constructor(
     private readonly fork: () => EntityManager,
-    private readonly env: NodeJS.ProcessEnv = process.env,
+    env: NodeJS.ProcessEnv = process.env,
     private readonly refreshMs = 5000,
-  ) {}
+  ) {
+    this.environment = new Map(SETTING_DEFINITIONS.flatMap((definition) => {
+      const value = settingFromEnvironment(definition, env);
+      return value === undefined ? [] : [[definition.key, value] as const];
+    }));
+  }
 
   async load(): Promise<void> {
     const rows = await this.fork().find(Setting, {});
@@ -43,10 +50,8 @@ export class SettingsService {
     if (!definition) throw new BadRequestError(`Unknown setting: ${key}`);
     const stored = this.stored.get(key);
     if (stored !== undefined) return { ...base(), value: stored, source: 'database' };
-    const fromEnv = settingFromEnvironment(definition, this.env);
-    if (fromEnv !== undefined && settingValueError(definition, fromEnv) === null) {
-      return { ...base(), value: fromEnv, source: 'environment' };
-    }
+    const fromEnvironment = this.environment.get(key);
+    if (fromEnvironment !== undefined) return { ...base(), value: fromEnvironment, source: 'environment' };
     return { ...base(), value: definition.default, source: 'default' };
 
     function base() {
