@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { SqlRunner } from '../plugins.js';
 import { IngestionError, ingestDocuments, type IngestionRuntime } from './ingest-document.js';
-import type { Job, JobQueue } from './job-queue.js';
+import { ABANDONED_ON_LAST_ATTEMPT, type Job, type JobQueue } from './job-queue.js';
 
 const IDLE_POLL_MS = 1000;
 /** A quarter of the job lease (job-queue.ts), so a live worker never loses its jobs to a late beat. */
@@ -35,16 +35,26 @@ export class IngestionWorker {
 
   async start(options: { requeueAllRunning: boolean }): Promise<void> {
     if (this.running || this.concurrency === 0) return;
-    const requeued = await this.queue.requeueAbandoned(options.requeueAllRunning);
-    if (requeued > 0) this.logger.info({ requeued }, 'ingestion jobs left by a previous process are queued again');
+    await this.takeOverAbandoned(options.requeueAllRunning);
     this.running = true;
     this.unsubscribe = this.queue.onNotify(() => this.wakeAll());
     this.heartbeat = setInterval(() => {
       void this.queue.heartbeat([...this.active]).catch((error: unknown) => this.logger.warn({ err: error }, 'job heartbeat failed'));
-      if (!options.requeueAllRunning) void this.queue.requeueAbandoned(false).catch(() => undefined);
+      if (!options.requeueAllRunning) void this.takeOverAbandoned(false).catch(() => undefined);
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
     for (let index = 0; index < this.concurrency; index++) this.loops.push(this.loop());
+  }
+
+  /** Queues again the jobs a stopped process left running; the documents of those out of attempts fail, saying why. */
+  private async takeOverAbandoned(all: boolean): Promise<void> {
+    const { requeued, failed } = await this.queue.requeueAbandoned(all);
+    if (requeued > 0) this.logger.info({ requeued }, 'ingestion jobs left by a stopped process are queued again, to run one at a time');
+    for (const job of failed) {
+      const detail = `processing failed: ${ABANDONED_ON_LAST_ATTEMPT}`;
+      this.logger.error({ jobId: job.id, documentId: job.document_id, attempts: job.attempts }, 'a stopped process left this ingestion job running on its last attempt: failed');
+      if (job.document_id) await this.tellDocument(job.document_id, detail, 'failed');
+    }
   }
 
   private wakeAll(): void {
@@ -105,12 +115,16 @@ export class IngestionWorker {
     const detail = `${failure.stage} failed: ${failure.message}`;
     const outcome = await this.queue.fail(job, detail, !failure.retryable).catch(() => 'failed' as const);
     this.logger.warn({ jobId: job.id, documentId: job.document_id, outcome, error: detail }, 'ingestion failed');
-    if (!job.document_id) return;
+    if (job.document_id) await this.tellDocument(job.document_id, detail, outcome);
+  }
+
+  /** Sets the document failed, or back to pending when its job will run again, with the reason. */
+  private async tellDocument(documentId: string, detail: string, outcome: 'retry' | 'failed'): Promise<void> {
     await this.sql(
       outcome === 'failed'
         ? `update documents set status = 'failed', error = ?, progress = jsonb_set(coalesce(progress, '{}'::jsonb), '{message}', to_jsonb(?::text)), updated_at = now() where id = ?`
         : `update documents set status = 'pending', error = null, progress = jsonb_set(coalesce(progress, '{}'::jsonb), '{message}', to_jsonb(?::text || ' (will retry)')), updated_at = now() where id = ?`,
-      outcome === 'failed' ? [detail, detail, job.document_id] : [detail, job.document_id],
+      outcome === 'failed' ? [detail, detail, documentId] : [detail, documentId],
     ).catch((updateError: unknown) => this.logger.error({ err: updateError }, 'could not record the failure'));
   }
 

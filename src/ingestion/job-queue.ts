@@ -16,6 +16,15 @@ export interface Job {
 /** How long a claimed job may go without a heartbeat before another worker may take it over. */
 export const JOB_LEASE_MS = 60_000;
 
+export const ABANDONED_ON_LAST_ATTEMPT =
+  'the service stopped while this was being processed, on its last attempt (out of memory, killed or crashed); not tried again';
+
+export interface AbandonedJobs {
+  requeued: number;
+  /** Jobs that were on their last attempt: failed with ABANDONED_ON_LAST_ATTEMPT. */
+  failed: Job[];
+}
+
 /**
  * A durable job table claimed with `FOR UPDATE SKIP LOCKED`, so that several workers (threads of
  * this process, or other replicas on PostgreSQL) share the work and a crash loses nothing.
@@ -35,14 +44,22 @@ export class JobQueue {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Claims up to `limit` queued jobs, oldest first; a job a stopped process left running is
+   * claimed alone (see requeueAbandoned).
+   */
   async claim(limit: number): Promise<Job[]> {
     return this.sql<Job>(
-      `update jobs set status = 'running', locked_by = ?, locked_at = now(), attempts = attempts + 1, updated_at = now()
-       where id in (
-         select id from jobs where status = 'queued' and run_after <= now()
+      `with alone as (
+         select id from jobs where status = 'queued' and abandoned > 0 and run_after <= now()
+         order by run_after limit 1 for update skip locked),
+       batch as (
+         select id from jobs where status = 'queued' and run_after <= now() and not exists (select 1 from alone)
          order by run_after, created_at limit ? for update skip locked)
+       update jobs set status = 'running', locked_by = ?, locked_at = now(), attempts = attempts + 1, updated_at = now()
+       where id in (select id from alone union all select id from batch)
        returning id, kind, collection_id, document_id, payload, attempts, max_attempts`,
-      [this.workerId, limit],
+      [limit, this.workerId],
     );
   }
 
@@ -71,14 +88,22 @@ export class JobQueue {
    * Returns to the queue work whose worker died: every running job when `all` (the embedded
    * database has one process, so at start nothing else can be running), else jobs whose lease lapsed.
    */
-  async requeueAbandoned(all: boolean): Promise<number> {
-    const rows = await this.sql<{ id: string }>(
-      all
-        ? `update jobs set status = 'queued', locked_by = null, updated_at = now() where status = 'running' returning id`
-        : `update jobs set status = 'queued', locked_by = null, updated_at = now() where status = 'running' and locked_at < now() - (? || ' milliseconds')::interval returning id`,
-      all ? [] : [String(JOB_LEASE_MS)],
+  /**
+   * Queues again the jobs of a process that stopped while running them: all running jobs at the
+   * start of the one embedded process, else those whose lease lapsed. Such a job may be what
+   * stopped it (a file that exhausts memory): it is claimed alone from now on, so it takes no
+   * other job down with it, and one on its last attempt fails instead of stopping every start.
+   */
+  async requeueAbandoned(all: boolean): Promise<AbandonedJobs> {
+    const rows = await this.sql<Job & { status: string }>(
+      `update jobs set status = case when attempts >= max_attempts then 'failed' else 'queued' end,
+         last_error = case when attempts >= max_attempts then ? else last_error end,
+         abandoned = abandoned + 1, locked_by = null, updated_at = now()
+       where status = 'running'${all ? '' : " and locked_at < now() - (? || ' milliseconds')::interval"}
+       returning id, kind, collection_id, document_id, payload, attempts, max_attempts, status`,
+      all ? [ABANDONED_ON_LAST_ATTEMPT] : [ABANDONED_ON_LAST_ATTEMPT, String(JOB_LEASE_MS)],
     );
-    return rows.length;
+    return { requeued: rows.filter((row) => row.status === 'queued').length, failed: rows.filter((row) => row.status === 'failed') };
   }
 
   async pendingCount(): Promise<number> {

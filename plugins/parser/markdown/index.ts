@@ -15,6 +15,7 @@ import { decodeTextBuffer } from '../../../src/parsing/decode-text.js';
 import { HeadingTrail } from '../../../src/parsing/heading-trail.js';
 import { decodeCharacterReferences } from './character-references.js';
 import { splitFrontMatter } from './front-matter.js';
+import { assertMarkdownNesting } from './nesting-depth.js';
 
 function stripHtmlTags(html: string): string {
   return decodeCharacterReferences(html.replace(/<!--[\s\S]*?-->/g, '').replace(/<[^>]*>/g, ' '))
@@ -113,6 +114,7 @@ function isMdxModuleParagraph(raw: string): boolean {
 
 export function parseMarkdown(markdown: string, options: { mdx?: boolean } = {}): ParsedDocument {
   const { body, metadata } = splitFrontMatter(markdown);
+  assertMarkdownNesting(body);
   const trail = new HeadingTrail();
   const elements: DocumentElement[] = [];
   let title: string | undefined;

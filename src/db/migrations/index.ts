@@ -7,6 +7,7 @@ import { Migration0005SearchSpeed } from './0005-search-speed.js';
 import { Migration0006InlineVectorRows } from './0006-inline-vector-rows.js';
 import { Migration0007DocumentOriginals } from './0007-document-originals.js';
 import { Migration0008ChunkOwnerChecks } from './0008-chunk-owner-checks.js';
+import { Migration0009AbandonedJobs } from './0009-abandoned-jobs.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -21,4 +22,5 @@ export const migrations: MigrationObject[] = [
   { name: '0006-inline-vector-rows', class: Migration0006InlineVectorRows },
   { name: '0007-document-originals', class: Migration0007DocumentOriginals },
   { name: '0008-chunk-owner-checks', class: Migration0008ChunkOwnerChecks },
+  { name: '0009-abandoned-jobs', class: Migration0009AbandonedJobs },
 ];
