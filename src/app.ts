@@ -24,10 +24,10 @@ import { connectionDrain } from './http/connection-drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
 import { openapi } from './http/openapi.js';
-import { unstorableText } from './http/unstorable-text.js';
+import { unstorableValues } from './http/unstorable-values.js';
 import { createValidatorCompiler } from './http/validation.js';
 import type { AppServices } from './services.js';
-import { MULTIPART_FIELD_MAX_BYTES } from './uploads/multipart-files.js';
+import { multipartLimits } from './uploads/multipart-files.js';
 
 export interface BuildAppOptions {
   services: AppServices;
@@ -52,14 +52,24 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
   app.setValidatorCompiler(createValidatorCompiler());
   // Bodies are JSON (or multipart uploads); anything else is a 415 rather than a string body.
   app.removeContentTypeParser('text/plain');
+  // Many HTTP clients send `Content-Type: application/json` on every request, a DELETE or a bodyless
+  // POST (truncate, logout, opening an upload session) included, and Fastify refused that empty body
+  // with a 400. An empty body is no body, as without the header: a route whose schema needs a body
+  // still answers 400 (error-handler.ts words it). Anything else goes to Fastify's own parser, with
+  // its prototype-poisoning protection (secure-json-parse) and the body limit (BODY_LIMIT_BYTES).
+  const parseJson = app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error');
+  app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body.length === 0) return done(null, undefined);
+    return parseJson(request, body, done);
+  });
   await app.register(errorHandler);
   await app.register(connectionDrain);
-  await app.register(unstorableText);
+  await app.register(unstorableValues);
   await app.register(cookie);
   // Files stream to storage part by part; the size limit surfaces as a truncated stream (413).
   await app.register(multipart, {
     throwFileSizeLimit: false,
-    limits: { fileSize: services.config.uploadLimitBytes, files: 1000, fields: 100, fieldSize: MULTIPART_FIELD_MAX_BYTES, parts: 2000 },
+    limits: multipartLimits(services.config.uploadLimitBytes),
   });
   await app.register(openapi);
   await app.register(authenticate, { services });

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { CHUNK_STRATEGIES, SEARCH_MODES } from '../db/entities/index.js';
+import { BadRequestError } from '../errors.js';
 import { literalUnion } from '../http/literal-union.js';
 
 
@@ -19,7 +20,10 @@ export const CollectionCreateBody = Type.Object({
   chunk_size: Type.Optional(Type.Integer({ minimum: 50, maximum: 100000 })),
   chunk_overlap: Type.Optional(Type.Integer({ minimum: 0, maximum: 50000 })),
   chunk_strategy: Type.Optional(literalUnion(CHUNK_STRATEGIES)),
-  tenant_field: Type.Optional(Type.Union([Type.String({ pattern: '^[A-Za-z0-9_.-]{1,255}$' }), Type.Null()])),
+  tenant_field: Type.Optional(Type.Union([
+    Type.String({ pattern: '^[A-Za-z0-9_.-]{1,255}$', description: 'metadata key of the tenant, or a dotted path into nested metadata ("org.id" is {"org": {"id": ...}})' }),
+    Type.Null(),
+  ])),
   metadata_schema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   reranking_enabled: Type.Optional(Type.Boolean()),
   reranking_model: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()])),
@@ -33,6 +37,27 @@ export const CollectionCreateBody = Type.Object({
   metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 }, { additionalProperties: false });
 export type CollectionCreateInput = Static<typeof CollectionCreateBody>;
+
+/**
+ * The path a `tenant_field` names in metadata. It is split on dots as the filter engine splits a
+ * filter field (parseField in src/search/filters/parse-filter.ts): the tenant an upload or upsert
+ * must carry is then the very value a query's `{"filters": {"<tenant_field>": ...}}` reads, so
+ * `org.id` means `{"org": {"id": "acme"}}`, and a flat key `"org.id"` is not it (no filter finds one).
+ */
+export function tenantFieldPath(field: string): string[] {
+  return field.split('.');
+}
+
+/**
+ * Refuses a `tenant_field` with an empty path segment ("a..b", ".a", "a."): the filter engine
+ * refuses such a field, so every query of the collection would be refused.
+ */
+export function assertTenantFieldPath(field: string | null | undefined): void {
+  if (!field) return;
+  if (tenantFieldPath(field).some((segment) => segment === '')) {
+    throw new BadRequestError(`tenant_field "${field}" has an empty path segment: it is a dotted path into nested metadata ("org.id" names {"org": {"id": ...}})`);
+  }
+}
 
 /** Fields an update may change (spec 2.3); every other known field is refused by name. */
 export const UPDATABLE_FIELDS = [

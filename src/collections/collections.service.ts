@@ -9,7 +9,9 @@ import { Collection, type CollectionRecord } from '../db/entities/index.js';
 import { BadRequestError, ConflictError, NotFoundError, PinnedKeyError } from '../errors.js';
 import type { SettingsService } from '../settings/settings.service.js';
 import type { CollectionDirectory } from './collection-directory.js';
-import { CollectionCreateBody, UPDATABLE_FIELDS, type CollectionCreateInput, type CollectionUpdateInput } from './collection-input.js';
+import {
+  assertTenantFieldPath, CollectionCreateBody, UPDATABLE_FIELDS, type CollectionCreateInput, type CollectionUpdateInput,
+} from './collection-input.js';
 
 export interface CollectionContext {
   em: EntityManager;
@@ -41,6 +43,21 @@ function assertValidJsonSchema(schema: Record<string, unknown> | null | undefine
     schemaCompiler.compile(schema);
   } catch (error) {
     throw new BadRequestError(`metadata_schema is not a valid JSON Schema: ${(error as Error).message}`);
+  }
+  assertSchemaAcceptsObjects(schema);
+}
+
+/**
+ * Metadata is always a JSON object, so a schema whose top-level `type` leaves out "object"
+ * (`{"type": "string"}`, `{"type": ["array", "null"]}`) would refuse every upload and upsert.
+ * Only `type` is looked at, the usual mistake: whether `enum`, `not` or combinators still admit
+ * some object would take a satisfiability check of the whole schema.
+ */
+function assertSchemaAcceptsObjects(schema: Record<string, unknown>): void {
+  const { type } = schema;
+  const types = typeof type === 'string' ? [type] : Array.isArray(type) ? type : undefined;
+  if (types && !types.includes('object')) {
+    throw new BadRequestError(`metadata_schema must accept an object: metadata is always a JSON object, and its type ${JSON.stringify(type)} excludes "object"`);
   }
 }
 
@@ -80,6 +97,7 @@ export async function createCollection(context: CollectionContext, deps: Collect
   const chunkSize = input.chunk_size ?? await deps.settings.get<number>('default_chunk_size');
   const chunkOverlap = input.chunk_overlap ?? Math.min(await deps.settings.get<number>('default_chunk_overlap'), Math.floor(chunkSize / 2));
   if (chunkOverlap >= chunkSize) throw new BadRequestError('chunk_overlap must be smaller than chunk_size');
+  assertTenantFieldPath(input.tenant_field);
   assertValidJsonSchema(input.metadata_schema);
   if (await em.count(Collection, { name: input.name }) > 0) throw new ConflictError(`Collection ${input.name} already exists`);
 

@@ -1,7 +1,9 @@
 import { Ajv, type ValidateFunction } from 'ajv';
+import { tenantFieldPath } from '../collections/collection-input.js';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
-import { findUnstorableText, unstorableTextDetail } from '../text/storable-text.js';
+import { valueAtPath } from '../search/filters/match-filter.js';
+import { unstorableValueDetail } from '../db/storable-values.js';
 
 const ajv = new Ajv({ strict: false, allErrors: true });
 const compiled = new Map<string, ValidateFunction>();
@@ -27,9 +29,9 @@ export function parseMetadataField(raw: string | undefined): Record<string, unkn
     throw new BadRequestError('metadata must be a JSON object');
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new BadRequestError('metadata must be a JSON object');
-  // A form field escapes the JSON-body check of src/http/unstorable-text.ts.
-  const unstorable = findUnstorableText(value, 'metadata');
-  if (unstorable) throw new BadRequestError(unstorableTextDetail(unstorable));
+  // A form field escapes the JSON-body check of src/http/unstorable-values.ts.
+  const unstorable = unstorableValueDetail(value, 'metadata');
+  if (unstorable) throw new BadRequestError(unstorable);
   return value as Record<string, unknown>;
 }
 
@@ -47,11 +49,24 @@ export function checkMetadata(collection: CollectionRecord, metadata: Record<str
   return tenantOf(collection, metadata, where);
 }
 
+/**
+ * The tenant value: what the collection's `tenant_field` names in the metadata, read as a query
+ * filter reads that field (a dotted path into nested metadata, see `tenantFieldPath`).
+ */
 export function tenantOf(collection: CollectionRecord, metadata: Record<string, unknown>, where = 'metadata'): string | null {
   const field = collection.tenantField;
   if (!field) return null;
-  const value = metadata[field];
+  const path = tenantFieldPath(field);
+  const value = valueAtPath(metadata, path);
   if (typeof value === 'string' && value !== '') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  throw new BadRequestError(`${where}.${field} is required: collection ${collection.name} separates tenants by "${field}"`);
+  throw new BadRequestError(`${where}.${field} is required: collection ${collection.name} separates tenants by "${field}"${nestedShapeHint(field, path, metadata)}`);
+}
+
+/** For a dotted tenant field, the shape expected, and why a flat key of that name is not it. */
+function nestedShapeHint(field: string, path: string[], metadata: Record<string, unknown>): string {
+  if (path.length === 1) return '';
+  const shape = path.reduceRight((inner, segment) => `{${JSON.stringify(segment)}: ${inner}}`, '"<tenant>"');
+  const flat = Object.hasOwn(metadata, field) ? ` (a key named ${JSON.stringify(field)} is not that path: filters read dots as nesting)` : '';
+  return `, a path into nested metadata: send ${shape}${flat}`;
 }

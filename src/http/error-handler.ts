@@ -43,7 +43,10 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
       return reply.code(error.status).send({ detail: error.message, code: error.code, ...(error.extra ?? {}) });
     }
     if (error.validation) {
-      const detail = describeValidationErrors(error.validation as never, error.validationContext ?? 'request');
+      // No body at all (none sent, or an empty one with a JSON content type) reads "body must be object".
+      const detail = error.validationContext === 'body' && request.body === undefined
+        ? `${request.method} ${request.url.split('?')[0]} needs a JSON body and the request has none`
+        : describeValidationErrors(error.validation as never, error.validationContext ?? 'request');
       return reply.code(400).send({ detail, code: 'validation_error', errors: error.validation });
     }
     if (!error.code && TRUNCATED_MULTIPART.test(error.message)) {

@@ -14,7 +14,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   const tags = ['query'];
 
   app.post('/v1/collections/:name/query', {
-    config: { ...scope('query:read'), acceptsUnstorableText: true },
+    config: { ...scope('query:read'), acceptsUnstorableValues: true },
     schema: { tags, summary: 'Query one collection (semantic, keyword or hybrid)', params: NameParams, body: CollectionQueryBody },
   }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
@@ -22,7 +22,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   });
 
   app.post('/v1/query', {
-    config: { ...scope('query:read'), acceptsUnstorableText: true },
+    config: { ...scope('query:read'), acceptsUnstorableValues: true },
     schema: { tags, summary: 'Query several collections; results are fused by RRF and name their collection', body: MultiCollectionQueryBody },
   }, async (request) => {
     const started = performance.now();
@@ -55,7 +55,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   });
 
   app.post('/v1/batch/query', {
-    config: { ...scope('query:read'), acceptsUnstorableText: true },
+    config: { ...scope('query:read'), acceptsUnstorableValues: true },
     schema: { tags, summary: 'Several queries in one request; each item answers or carries its own error', body: BatchQueryBody },
   }, async (request) => {
     const actor = requireActor(request);

@@ -8,6 +8,22 @@ import type { FileStore } from '../storage/file-store.js';
 
 /** The largest multipart field (`metadata`, `on_duplicate`) a request may send: 1 MiB. */
 export const MULTIPART_FIELD_MAX_BYTES = 1024 * 1024;
+/** The most files one request may carry (a batch, or one PUT to an upload session); one more is a 413. */
+export const MULTIPART_MAX_FILES = 1000;
+/** The most non-file fields one request may carry; the upload routes read two (`metadata`, `on_duplicate`). */
+export const MULTIPART_MAX_FIELDS = 100;
+/** The most parts one request may carry: files and fields reach their own limits first. */
+export const MULTIPART_MAX_PARTS = 2000;
+/**
+ * The longest boundary busboy can search for: it looks for `\r\n--` + boundary with a search of at
+ * most 256 bytes. RFC 2046 allows 70 characters, so only a broken client sends more.
+ */
+const MULTIPART_BOUNDARY_MAX_BYTES = 256 - 4;
+
+/** The limits @fastify/multipart enforces (registered in app.ts); `multipartFailure` words them. */
+export function multipartLimits(fileSizeBytes: number) {
+  return { fileSize: fileSizeBytes, files: MULTIPART_MAX_FILES, fields: MULTIPART_MAX_FIELDS, fieldSize: MULTIPART_FIELD_MAX_BYTES, parts: MULTIPART_MAX_PARTS };
+}
 
 /** A file part streamed to storage; `filename` is the sanitised display name. */
 export interface ReceivedFile {
@@ -109,7 +125,8 @@ export async function receiveMultipartFiles(request: FastifyRequest, options: Re
       if (part.type === 'field') {
         // busboy cuts a longer field and says so: parsing the rest would report bad JSON, not the size.
         if (part.valueTruncated) throw new PayloadTooLargeError(`Field "${part.fieldname}" is larger than ${MULTIPART_FIELD_MAX_BYTES} bytes`);
-        fields[part.fieldname] = String(part.value);
+        // A part sent as `Content-Type: application/json` arrives parsed (String() of it was "[object Object]").
+        fields[part.fieldname] = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
         continue;
       }
       const filePart = part as MultipartFile;
@@ -124,9 +141,39 @@ export async function receiveMultipartFiles(request: FastifyRequest, options: Re
     }
   } catch (error) {
     await removeReceived(options.files, outcomes);
-    throw error;
+    throw multipartFailure(error) ?? error;
   }
   return { outcomes, fields };
+}
+
+/**
+ * busboy cannot start on a content type without a usable boundary and says so with a plain Error
+ * (no code): these were 500s. Matched by message, as the errors carry nothing else.
+ */
+const BUSBOY_CONTENT_TYPE_ERRORS: Array<[RegExp, () => AppError]> = [
+  [/^Multipart: Boundary not found$/, () => new BadRequestError('multipart/form-data needs a boundary parameter: Content-Type: multipart/form-data; boundary=<a string that is not in the body>')],
+  [/^The needle cannot have a length bigger than/, () => new BadRequestError(`The multipart boundary is longer than ${MULTIPART_BOUNDARY_MAX_BYTES} bytes (RFC 2046 allows 70 characters)`)],
+];
+
+/**
+ * The client's error for what @fastify/multipart or busboy refused, stating the limit it hit in
+ * words ("reach files limit" named none); undefined for any other failure.
+ */
+function multipartFailure(error: unknown): AppError | undefined {
+  if (!(error instanceof Error)) return undefined;
+  switch ((error as { code?: unknown }).code) {
+    case 'FST_FILES_LIMIT':
+      return new PayloadTooLargeError(`A request takes at most ${MULTIPART_MAX_FILES} files: send the rest in another request`);
+    case 'FST_FIELDS_LIMIT':
+      return new PayloadTooLargeError(`A request takes at most ${MULTIPART_MAX_FIELDS} fields besides its files`);
+    case 'FST_INVALID_JSON_FIELD_ERROR':
+      // A part sent as application/json that does not parse, or that busboy cut at the field limit.
+      return new BadRequestError(`A field sent as application/json is not valid JSON or is larger than ${MULTIPART_FIELD_MAX_BYTES} bytes`);
+    case undefined:
+      return BUSBOY_CONTENT_TYPE_ERRORS.find(([message]) => message.test(error.message))?.[1]();
+    default:
+      return undefined;
+  }
 }
 
 /** Removes the stored files of received outcomes (a request that failed after storing some). */

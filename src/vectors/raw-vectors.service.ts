@@ -39,7 +39,6 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
     if (vector.embedding.length !== collection.dimension) {
       throw new BadRequestError(`vectors[${index}].embedding has ${vector.embedding.length} dimensions; collection ${collection.name} expects ${collection.dimension}`);
     }
-    if (vector.embedding.some((value) => !Number.isFinite(value))) throw new BadRequestError(`vectors[${index}].embedding contains a non-finite number`);
     const embedding = unitVector(vector.embedding);
     if (!embedding) throw new BadRequestError(`vectors[${index}].embedding is all zeros: cosine similarity is undefined for it`);
     if (seen.has(vector.id)) throw new BadRequestError(`vectors[${index}].id "${vector.id}" appears twice in the request`);
@@ -54,6 +53,11 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
   // An id of a document's chunk is not a raw vector: replacing it would take the chunk from its document.
   const ofDocument = existing.find((row) => row.document_id !== null);
   if (ofDocument) throw new ConflictError(`id "${ofDocument.id}" names a chunk of a document in collection ${collection.name}; raw vectors cannot replace document chunks`);
+  // Ids are unique per collection, not per tenant: replacing another tenant's vector would move it
+  // into this tenant's results. The detail does not name the other tenant's value.
+  const tenantById = new Map(prepared.map((vector) => [vector.id, vector.tenant]));
+  const ofOtherTenant = existing.find((row) => row.tenant !== tenantById.get(row.id));
+  if (ofOtherTenant) throw new ConflictError(`id "${ofOtherTenant.id}" names a vector of another tenant in collection ${collection.name}; ids are unique across the tenants of a collection`);
   let keys: Array<number | null> = [];
   try {
     keys = await insertChunks(runtime.sql, collection.id, prepared.map((vector) => ({

@@ -137,15 +137,27 @@ for (const backend of testBackends()) {
       assertError(t, await create({ name: 'bad-schema', metadata_schema: { type: 'nonsense' } }), 400, /metadata_schema/, 'invalid JSON Schema');
       assertError(t, await create({ name: 'bad-schema2', metadata_schema: { properties: 5 } }), 400, /metadata_schema/, 'invalid JSON Schema (properties)');
       assertError(t, await create({ name: 'bad-schema3', metadata_schema: 'string' }), 400, undefined, 'metadata_schema not an object');
+      // Metadata is always an object: a schema for anything else would refuse every upload.
+      for (const [name, type] of [['string-schema', 'string'], ['array-schema', ['array', 'null']]] as const) {
+        assertError(t, await create({ name, metadata_schema: { type } }), 400, /^metadata_schema must accept an object: metadata is always a JSON object/, `metadata_schema type ${JSON.stringify(type)}`);
+      }
+      // A tenant_field is a dotted path, as filters read it: an empty segment would refuse every query.
+      for (const [index, field] of ['a..b', '.a', 'a.', '.'].entries()) {
+        assertError(t, await create({ name: `empty-segment-${index}`, tenant_field: field }), 400, /^tenant_field ".*" has an empty path segment/, `tenant_field ${JSON.stringify(field)}`);
+      }
       assertError(t, await create({ name: 'bad-provider', embedding_provider: 'acme-embeddings' }), 400, /embedding_provider/, 'unknown provider');
       assertError(t, await create({ name: 'bad-mode', default_search_mode: 'fuzzy' }), 400, /default_search_mode/, 'unknown search mode');
       assertError(t, await create({ name: 'bad-strategy', chunk_strategy: 'sentences' }), 400, /chunk_strategy/, 'unknown chunk strategy');
       assertError(t, await create({ name: 'bad-field', colour: 'blue' }), 400, /colour/, 'unknown field');
       assertError(t, await create({ name: 'bad-topk', default_top_k: 0 }), 400, /default_top_k/, 'top_k 0');
       t.equal(await totalCollections(), before, 'no refused create left a collection');
-      for (const name of ['a b', 'overlap-eq', 'bad-schema', 'bad-provider', 'bad-field']) {
+      for (const name of ['a b', 'overlap-eq', 'bad-schema', 'bad-provider', 'bad-field', 'string-schema', 'array-schema', 'empty-segment-0']) {
         t.equal((await get(encodeURIComponent(name))).statusCode, 404, `${name} does not exist`);
       }
+      const dotted = await create({ name: 'dotted-tenant', tenant_field: 'org.id', metadata_schema: { type: ['object', 'null'] } });
+      t.equal(dotted.statusCode, 201, `a dotted tenant_field and a schema that accepts objects: ${dotted.body}`);
+      // Gone again: the list test counts the collections created so far.
+      t.equal((await app.inject({ method: 'DELETE', url: '/v1/collections/dotted-tenant', headers: admin })).statusCode, 204);
       const longest = await create({ name: 'y'.repeat(64) });
       t.equal(longest.statusCode, 201, '64 characters are allowed');
       const small = await create({ name: 'small-chunks', chunk_size: 60 });
@@ -257,6 +269,7 @@ for (const backend of testBackends()) {
       assertError(t, await patch('editable', { default_top_k: 0 }), 400, /default_top_k/, 'top_k out of range');
       assertError(t, await patch('editable', { default_search_mode: 'fuzzy' }), 400, /default_search_mode/, 'bad search mode');
       assertError(t, await patch('editable', { metadata_schema: { type: 'nonsense' } }), 400, /metadata_schema/, 'invalid schema');
+      assertError(t, await patch('editable', { metadata_schema: { type: 'string' } }), 400, /^metadata_schema must accept an object/, 'a schema that excludes objects');
       assertError(t, await patch('editable', { reranking_enabled: 'yes' }), 400, /reranking_enabled/, 'wrong type');
       t.same((await get('editable')).json(), afterUpdates, 'refused updates changed nothing');
     });

@@ -241,6 +241,30 @@ for (const backend of testBackends()) {
       }
     });
 
+    await t.test("an id of another tenant's vector: 409 naming the id, nothing written", async (t) => {
+      await createCollection({ name: 'raw-tenant-ids', dimension: 4, tenant_field: 'tenant' });
+      const globexVector = { id: 'x1', embedding: SAME, text: 'globex ledger', metadata: { tenant: 'globex' } };
+      t.same((await upsert('raw-tenant-ids', { vectors: [globexVector] })).json(), { upserted: 1 });
+      const before = await stats('raw-tenant-ids');
+      const taken = await upsert('raw-tenant-ids', { vectors: [
+        { id: 'acme-new', embedding: NEAR, text: 'acme ledger', metadata: { tenant: 'acme' } },
+        { id: 'x1', embedding: FAR, text: 'acme ledger', metadata: { tenant: 'acme' } },
+      ] });
+      assertError(t, taken, 409, /^id "x1" names a vector of another tenant in collection raw-tenant-ids/, 'acme upserts over globex');
+      t.notMatch(taken.json().detail, /globex/, "the detail does not reveal the other tenant's value");
+      t.match(await stats('raw-tenant-ids'), { raw_vectors: before.raw_vectors, vectors: before.vectors, chunks: before.chunks }, 'nothing written');
+      for (const mode of ['semantic', 'keyword', 'hybrid']) {
+        const text = mode === 'semantic' ? QUERY : 'ledger';
+        t.same(idsOf(await query('raw-tenant-ids', { query: text, search_mode: mode, min_score: -1, filters: { tenant: 'acme' } })), [], `${mode}: acme has nothing`);
+        const globex = await query('raw-tenant-ids', { query: text, search_mode: mode, min_score: -1, filters: { tenant: 'globex' } });
+        t.same(globex.results.map((result) => [result.id, result.text, result.metadata]), [['x1', 'globex ledger', { tenant: 'globex' }]], `${mode}: globex keeps x1 as it was`);
+      }
+      t.same(idsOf(await query('raw-tenant-ids', { query: QUERY, search_mode: 'semantic', top_k: 1, filters: { tenant: 'globex' } })), ['x1'], "globex's vector is unchanged (SAME, not FAR)");
+      const own = await upsert('raw-tenant-ids', { vectors: [{ ...globexVector, text: 'globex ledger revised' }] });
+      t.same(own.json(), { upserted: 1 }, 'the same tenant still replaces its own id');
+      t.same(idsOf(await query('raw-tenant-ids', { query: 'revised', search_mode: 'keyword', filters: { tenant: 'globex' } })), ['x1']);
+    });
+
     await t.test('delete: 200 {deleted} counting existing ids; gone from every mode', async (t) => {
       const before = await stats('raw4');
       const response = await remove('raw4', { ids: ['same', 'missing', 'also-missing'] });

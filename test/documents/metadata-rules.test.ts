@@ -1,0 +1,85 @@
+/**
+ * A dotted `tenant_field` (`org.id`) through HTTP: uploads, upload sessions and raw-vector upserts
+ * read it as a path into nested metadata, as query filters do (src/search/filters/), so what is
+ * accepted is found again by `{"filters": {"org.id": ...}}` in every search mode.
+ */
+import t from 'tap';
+import { hashedTextVector } from '../../plugins/embedding/local/hashed-text-vector.js';
+import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
+import { assertError } from '../support/assertions.js';
+
+const DOCUMENT_TEXT = 'Lighthouse keepers recorded storms and passing ships in the logbook.';
+const VECTOR_TEXT = 'Tide pools hold anemones, crabs and barnacles.';
+const MODES = ['semantic', 'keyword', 'hybrid'] as const;
+
+for (const backend of testBackends()) {
+  t.test(backend, async (t) => {
+    const ctx = await adminTestApp(t, backend);
+    const { app, admin } = ctx;
+
+    const upload = (metadata: unknown) => {
+      const body = multipartUpload([{ filename: 'log.txt', content: DOCUMENT_TEXT, contentType: 'text/plain' }], { metadata: JSON.stringify(metadata) });
+      return app.inject({ method: 'POST', url: '/v1/collections/dotted/documents', headers: { ...admin, ...body.headers }, payload: body.payload });
+    };
+    const vector = (id: string, metadata: unknown) => ({ id, embedding: Array.from(hashedTextVector(VECTOR_TEXT, 384)), text: VECTOR_TEXT, metadata });
+    const upsert = (vectors: unknown[]) => app.inject({ method: 'POST', url: '/v1/collections/dotted/vectors/upsert', headers: admin, payload: { vectors } });
+    const query = async (text: string, mode: string, filters: Record<string, unknown>) => {
+      const response = await app.inject({ method: 'POST', url: '/v1/collections/dotted/query', headers: admin, payload: { query: text, search_mode: mode, filters, skip_cache: true } });
+      if (response.statusCode !== 200) throw new Error(`query: ${response.statusCode} ${response.body}`);
+      return response.json().results as Array<{ id: string; document_id: string | null; metadata: any }>;
+    };
+    const counts = async () => (await app.inject({ url: '/v1/collections/dotted/stats', headers: admin })).json() as { documents: number; raw_vectors: number };
+    const tenantColumn = async (id: string) =>
+      (await ctx.services.sql<{ tenant: string | null }>('select c.tenant from chunks c join collections k on k.id = c.collection_id where k.name = ? and c.id = ?', ['dotted', id]))[0]?.tenant;
+
+    await createTestCollection(app, admin, { name: 'dotted', tenant_field: 'org.id' });
+
+    await t.test('nested metadata is the accepted form; every mode finds it with the dotted filter', async (t) => {
+      const documents: Record<string, string> = {};
+      for (const org of ['acme', 'globex']) {
+        const response = await upload({ org: { id: org }, kind: 'log' });
+        t.equal(response.statusCode, 202, `${org}: upload ${response.body}`);
+        documents[org] = response.json().id;
+      }
+      const upserted = await upsert([vector('acme-pool', { org: { id: 'acme' } }), vector('globex-pool', { org: { id: 'globex' } })]);
+      t.equal(upserted.statusCode, 200, upserted.body);
+      const ready = await waitForIngestion(app, 'dotted', admin);
+      t.same(ready.map((document) => document.status), ['ready', 'ready']);
+      t.equal(await tenantColumn('acme-pool'), 'acme', "the raw vector's tenant column holds the nested value");
+
+      for (const org of ['acme', 'globex']) {
+        for (const mode of MODES) {
+          const logs = await query(DOCUMENT_TEXT, mode, { 'org.id': org });
+          t.ok(logs.some((result) => result.document_id === documents[org]), `${mode}, ${org}: its document is found`);
+          const pools = await query(VECTOR_TEXT, mode, { 'org.id': org });
+          t.ok(pools.some((result) => result.id === `${org}-pool`), `${mode}, ${org}: its raw vector is found`);
+          t.ok([...logs, ...pools].every((result) => result.metadata.org.id === org), `${mode}, ${org}: nothing of the other tenant`);
+        }
+      }
+    });
+
+    await t.test('a flat "org.id" key is not the tenant: refused, naming the nested form; nothing written', async (t) => {
+      const before = await counts();
+      const flatUpload = await upload({ 'org.id': 'acme' });
+      assertError(t, flatUpload, 400, /^metadata\.org\.id is required.*\{"org": \{"id": "<tenant>"\}\}.*a key named "org\.id" is not that path/, 'upload');
+      const flatUpsert = await upsert([vector('fresh', { org: { id: 'acme' } }), vector('flat', { 'org.id': 'acme' })]);
+      assertError(t, flatUpsert, 400, /^vectors\[1\]\.metadata\.org\.id is required/, 'upsert');
+      assertError(t, await upsert([vector('scalar', { org: 'acme' })]), 400, /org\.id is required/, 'org a string, not an object');
+      const session = await app.inject({ method: 'POST', url: '/v1/collections/dotted/uploads', headers: admin, payload: { metadata: { 'org.id': 'acme' } } });
+      assertError(t, session, 400, /metadata\.org\.id is required/, 'upload session');
+      t.same(await counts(), before, 'no document and no vector written');
+      const nestedSession = await app.inject({ method: 'POST', url: '/v1/collections/dotted/uploads', headers: admin, payload: { metadata: { org: { id: 'acme' } } } });
+      t.equal(nestedSession.statusCode, 201, `upload session with nested metadata: ${nestedSession.body}`);
+    });
+
+    await t.test('with both keys the nested value is the tenant, as the filter reads it', async (t) => {
+      const response = await upsert([vector('both-keys', { 'org.id': 'globex', org: { id: 'acme' } })]);
+      t.equal(response.statusCode, 200, response.body);
+      t.equal(await tenantColumn('both-keys'), 'acme');
+      for (const mode of MODES) {
+        t.ok((await query(VECTOR_TEXT, mode, { 'org.id': 'acme' })).some((result) => result.id === 'both-keys'), `${mode}: acme finds it`);
+        t.notOk((await query(VECTOR_TEXT, mode, { 'org.id': 'globex' })).some((result) => result.id === 'both-keys'), `${mode}: globex does not`);
+      }
+    });
+  });
+}
