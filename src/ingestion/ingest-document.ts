@@ -1,6 +1,6 @@
 import { chunkElements, type ElementChunk } from '../chunking/chunk-elements.js';
 import type { CollectionRecord, DocumentProgress } from '../db/entities/index.js';
-import { chunkKeysOfDocuments, deleteChunksByKey, insertChunks } from '../documents/chunk-store.js';
+import { deleteChunksByKey, insertChunks } from '../documents/chunk-store.js';
 import type { ElementFile, StoredElementImages } from '../documents/element-files.js';
 import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed-chunk-texts.js';
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
@@ -160,10 +160,15 @@ function chunkRows(documents: PreparedDocument[]): ChunkRow[] {
 
 /** Removes the chunks (with their index entries) and elements of documents. */
 async function removeWrittenParts(runtime: IngestionRuntime, collection: CollectionRecord, documentIds: string[]): Promise<void> {
-  const keys = await chunkKeysOfDocuments(runtime.sql, documentIds);
+  // The elements go in the statement that finds the chunks' keys: one statement less a batch.
+  const rows = await runtime.sql<{ key: string | number }>(
+    `with elements as (delete from document_elements where document_id = any(?::uuid[]))
+     select key from chunks where document_id = any(?::uuid[])`,
+    [documentIds, documentIds],
+  );
+  const keys = rows.map((row) => Number(row.key));
   await removeFromIndexes(runtime, collection.id, keys);
   await deleteChunksByKey(runtime.sql, keys);
-  await runtime.sql('delete from document_elements where document_id = any(?::uuid[])', [documentIds]);
 }
 
 /**
@@ -293,26 +298,28 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
   const outcomes = new Map<string, DocumentOutcome>(documentIds.map((id) => [id, { documentId: id, status: 'gone' }]));
   const collection = await runtime.loadCollection(collectionId);
   if (!collection) return [...outcomes.values()];
+  // Read and marked processing in one statement (a statement is ~7 ms of a batch's ~100 on PGlite).
   const rows = await sql<DocumentRow>(
     // A subquery by primary key, not a join: the embedded database never analyses its tables, and
     // without statistics the join scanned every original (23 ms a batch of 64 at 5,000 documents).
     // Base64, not bytea: PGlite decodes bytea's hex text in JavaScript, 0.2 ms for 2 KB.
-    `select d.id, d.collection_id, d.filename, d.content_type, d.storage_key, d.metadata, d.tenant,
-       (select encode(o.content, 'base64') from document_originals o where o.document_id = d.id) as original
-     from documents d where d.id = any(?::uuid[]) and d.collection_id = ?`,
-    [documentIds, collectionId],
+    `update documents d set status = 'processing', updated_at = now(), progress = jsonb_build_object(
+       'stage', 'parsing', 'percent', 5, 'message', case when ?::int = 1 then 'parsing ' || d.filename else ?::text end)
+     where d.id = any(?::uuid[]) and d.collection_id = ?
+     returning d.id, d.collection_id, d.filename, d.content_type, d.storage_key, d.metadata, d.tenant,
+       (select encode(o.content, 'base64') from document_originals o where o.document_id = d.id) as original`,
+    [documentIds.length, `parsing ${documentIds.length} documents`, documentIds, collectionId],
   );
   if (rows.length === 0) return [...outcomes.values()];
 
   let lastProgressAt = Date.now();
-  const writeStage = async (stage: string, percent: number, message: string, force = false) => {
-    if (!force && Date.now() - lastProgressAt < PROGRESS_INTERVAL_MS) return;
+  const writeStage = async (stage: string, percent: number, message: string) => {
+    if (Date.now() - lastProgressAt < PROGRESS_INTERVAL_MS) return;
     lastProgressAt = Date.now();
     await writeProgress(sql, rows.filter((row) => outcomes.get(row.id)!.status !== 'failed')
       .map((row) => ({ id: row.id, progress: { stage, percent: Math.round(percent), message } })));
   };
   const progress: Progress = (stage, percent, message) => writeStage(stage, percent, message);
-  await writeStage('parsing', 5, rows.length === 1 ? `parsing ${rows[0]!.filename}` : `parsing ${rows.length} documents`, true);
 
   const documents: PreparedDocument[] = [];
   let nextOriginal = readOriginal(runtime, rows[0]!);
