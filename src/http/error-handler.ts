@@ -5,7 +5,6 @@ import { AppError } from '../errors.js';
 import { describeValidationErrors } from './validation.js';
 
 const FASTIFY_CODES_TO_STATUS: Record<string, number> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: 413,
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 415,
   FST_REQ_FILE_TOO_LARGE: 413,
   FST_FILES_LIMIT: 413,
@@ -57,6 +56,10 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
     if (request.raw.readableAborted) {
       request.log.info({ err: error }, 'the client closed the connection before its request body arrived');
       return reply.code(400).send({ detail: 'The client closed the connection before the request body arrived', code: 'client_closed' });
+    }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      // Fastify's "Request body is too large" does not say how large a body may be.
+      return reply.code(413).send({ detail: `The request body is larger than ${request.routeOptions.bodyLimit} bytes, the limit (BODY_LIMIT_BYTES)`, code: error.code });
     }
     const status = (error.code && FASTIFY_CODES_TO_STATUS[error.code]) || error.statusCode;
     if (status && status >= 400 && status < 500) {

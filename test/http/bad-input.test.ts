@@ -225,6 +225,7 @@ for (const backend of testBackends()) {
     const big = JSON.stringify({ email: 'big@example.com', password: 'long-enough-password', display_name: 'x'.repeat(100 * 1024) });
     let response = await app.inject({ method: 'POST', url: '/v1/admin/users', headers: { cookie, 'content-type': 'application/json' }, payload: big });
     assertErrorBody(t, response, 413, '100 KB body to an admin route');
+    t.equal(response.json().detail, 'The request body is larger than 65536 bytes, the limit (BODY_LIMIT_BYTES)', 'the detail states the limit');
     response = await app.inject({ method: 'POST', url: '/v1/auth/login', headers: { 'content-type': 'application/json' }, payload: big });
     assertErrorBody(t, response, 413, '100 KB body to an open route');
     response = await app.inject({ method: 'PUT', url: '/v1/auth/preferences', headers: { cookie }, payload: { blob: 'y'.repeat(100 * 1024) } });
