@@ -22,6 +22,15 @@ export interface Config {
   originalsInDatabaseMaxBytes: number;
   /** Ingestion jobs processed at once by this process; 0 runs no in-process workers. */
   workerConcurrency: number;
+  /**
+   * Files at least this large are parsed on a thread of their own: starting one and loading the
+   * parsers costs ~0.1-0.3 s, worth it where parsing takes as long.
+   */
+  parseOnThreadMinBytes: number;
+  /** Heap of the thread a large file is parsed on; a file needing more fails. */
+  parseMemoryLimitMb: number;
+  /** Time a large file may take to parse on its thread; one taking longer fails. */
+  parseTimeoutMs: number;
   /** How long an API key lookup may be answered from memory before the database is asked again. */
   apiKeyCacheMs: number;
   /** Estimated bytes of query answers kept by the query cache (2,000 answers at most). */
@@ -111,6 +120,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uploadLimitBytes: integer(env, 'UPLOAD_LIMIT_BYTES', 100 * 1024 * 1024, 1024),
     originalsInDatabaseMaxBytes: integer(env, 'ORIGINALS_IN_DATABASE_MAX_BYTES', 64 * 1024),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 2),
+    parseOnThreadMinBytes: integer(env, 'PARSE_ON_THREAD_MIN_BYTES', 256 * 1024),
+    parseMemoryLimitMb: integer(env, 'PARSE_MEMORY_LIMIT_MB', 1024, 16),
+    parseTimeoutMs: integer(env, 'PARSE_TIMEOUT_S', 300, 1) * 1000,
     apiKeyCacheMs: integer(env, 'API_KEY_CACHE_MS', 2000),
     queryCacheMaxBytes: integer(env, 'QUERY_CACHE_MAX_MB', 64) * 1024 * 1024,
     hnswExpansionSearch: optionalInteger(env, 'EMBEDDED_HNSW_EXPANSION_SEARCH', 1),

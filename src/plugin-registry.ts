@@ -58,6 +58,12 @@ export class PluginRegistry {
     return definition.create(config, deps);
   }
 
+  /** Whether the plugin of that kind and name is the one that ships with the service. */
+  isBuiltIn(kind: PluginKind, name: string): boolean {
+    const definition = this.definitions.get(`${kind}/${name}`);
+    return definition !== undefined && BUILT_IN.includes(definition);
+  }
+
   /** One instance of every parser plugin (parsers are stateless). */
   parsers(): Parser[] {
     return this.list('parser').map((definition) => definition.create({}, {}));

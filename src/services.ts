@@ -29,6 +29,7 @@ import { QueryCache } from './search/query-cache.js';
 import { QueryEventRecorder } from './search/query-events.js';
 import { checkRerankingSettings, RerankerModels } from './search/reranker-selection.js';
 import { dropCollectionIndexes, prepareCollectionIndexes, type SearchIndexes } from './search/search-indexes.js';
+import { parseLargeFilesOnThreads } from './parsing/parsing-thread.js';
 import { SettingsService } from './settings/settings.service.js';
 import { storeElementImages } from './documents/element-files.js';
 import { ImageCaptioner } from './documents/image-captioner.js';
@@ -83,7 +84,9 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const apiKeys = new ApiKeyService(apiKeyUsage, config.apiKeyCacheMs);
 
   const plugins = new PluginRegistry();
-  const parsers = plugins.parsers();
+  // The thread imports the built-in parsers itself: a plugin registered in this process stays here.
+  const threadLimits = { minBytes: config.parseOnThreadMinBytes, memoryMb: config.parseMemoryLimitMb, timeoutMs: config.parseTimeoutMs };
+  const parsers = plugins.parsers().map((parser) => (plugins.isBuiltIn('parser', parser.name) ? parseLargeFilesOnThreads(parser, threadLimits) : parser));
   const files = createFileStore(config, options.filesDir);
   if (config.vectorStore === 'weaviate') throw new Error('VECTOR_STORE=weaviate is not available in this version');
   const indexes: SearchIndexes = {

@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import { Worker, type WorkerOptions } from 'node:worker_threads';
 
 /**
  * Starts the worker module `name` (without extension) that sits next to the module at `besideUrl`
@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
  * TypeScript sources, whose loader hook a worker thread does not inherit, so there the thread
  * registers tsx before importing its module (typescript-worker.mjs).
  */
-export function startModuleWorker(besideUrl: string, name: string): Worker {
-  if (!besideUrl.endsWith('.ts')) return new Worker(new URL(`./${name}.js`, besideUrl));
-  return new Worker(new URL('./typescript-worker.mjs', import.meta.url), { argv: [new URL(`./${name}.ts`, besideUrl).href], execArgv: [] });
+export function startModuleWorker(besideUrl: string, name: string, options: Pick<WorkerOptions, 'resourceLimits'> = {}): Worker {
+  if (!besideUrl.endsWith('.ts')) return new Worker(new URL(`./${name}.js`, besideUrl), options);
+  return new Worker(new URL('./typescript-worker.mjs', import.meta.url), { ...options, argv: [new URL(`./${name}.ts`, besideUrl).href], execArgv: [] });
 }

@@ -59,9 +59,11 @@ function client(ctx: TestApp, cookie: string) {
   };
 }
 
-for (const backend of testBackends()) {
-  t.test(backend, async (t) => {
-    const ctx = await buildTestApp(backend);
+// Every format once more on the thread large files are parsed on (parsing-thread.ts): all of them there.
+const runs = testBackends().flatMap((backend) => (backend === 'pglite' ? [[backend, 'inline'], [backend, 'on threads']] : [[backend, 'inline']]));
+for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[number], string]>) {
+  t.test(`${backend}, parsed ${where}`, async (t) => {
+    const ctx = await buildTestApp(backend, where === 'on threads' ? { parseOnThreadMinBytes: 0 } : {});
     t.teardown(() => ctx.close());
     const api = client(ctx, await setupAdmin(ctx.app));
 
