@@ -1,3 +1,4 @@
+import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SqlRunner } from '../plugins.js';
 import type { Database } from './database.js';
@@ -11,6 +12,7 @@ import type { Database } from './database.js';
  */
 export function createSqlRunner(db: Database): SqlRunner {
   const run = (em: EntityManager) => async <Row>(query: string, params: unknown[] = []): Promise<Row[]> => {
+    await letWaitingRequestsIn();
     let statement = em.getConnection().getKnex().raw(query, params.map(arrayToLiteral) as never[]);
     const transaction = em.getTransactionContext();
     if (transaction) statement = statement.transacting(transaction);
@@ -29,6 +31,22 @@ export function createSqlRunner(db: Database): SqlRunner {
       db.fork().transactional((tx) => work(run(tx)) as Promise<T>),
   });
   return runner;
+}
+
+/** How long statements may follow one another before the event loop gets a turn. */
+const MAX_TURN_MS = 50;
+let turnStartedAt = performance.now();
+
+/**
+ * PGlite runs a statement synchronously and resolves it with a microtask, so a long chain of
+ * statements (a large document's elements and chunks, thousands of rows a statement) never lets
+ * the event loop run: /health waited 24 s while a 50 MB file was written. Every 50 ms, the next
+ * statement first waits for a turn of the event loop, in which waiting requests are taken in.
+ */
+async function letWaitingRequestsIn(): Promise<void> {
+  if (performance.now() - turnStartedAt < MAX_TURN_MS) return;
+  await nextEventLoopTurn();
+  turnStartedAt = performance.now();
 }
 
 function quoteElement(value: unknown): string {

@@ -45,3 +45,27 @@ for (const backend of testBackends()) {
     ]);
   });
 }
+
+for (const backend of testBackends()) {
+  t.test(`${backend}: a long chain of statements lets requests in every 50 ms`, async (t) => {
+    const { app, services } = await adminTestApp(t, backend);
+    // 60 statements of 10 ms: 0.6 s. On PGlite each one runs synchronously and resolves with a
+    // microtask, so without a turn of the event loop between them no request is taken in meanwhile.
+    const statuses = new Set<number>();
+    let answeredDuringChain = 0;
+    let chainRunning = true;
+    const chain = (async () => {
+      for (let index = 0; index < 60; index++) await services.sql('select pg_sleep(0.01)');
+      chainRunning = false;
+    })();
+    const health = (async () => {
+      while (chainRunning) {
+        statuses.add((await app.inject({ url: '/health' })).statusCode);
+        if (chainRunning) answeredDuringChain++;
+      }
+    })();
+    await Promise.all([chain, health]);
+    t.same([...statuses], [200]);
+    t.ok(answeredDuringChain >= 5, `/health answered ${answeredDuringChain} times while the chain ran`);
+  });
+}
