@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { CHUNK_STRATEGIES, SEARCH_MODES } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
 import { literalUnion } from '../http/literal-union.js';
+import { metadataFieldPath } from '../search/filters/field-path.js';
 
 
 export const EMBEDDING_PROVIDERS = ['local', 'openai', 'cohere', 'voyage', 'openai_compatible'] as const;
@@ -39,22 +40,11 @@ export const CollectionCreateBody = Type.Object({
 export type CollectionCreateInput = Static<typeof CollectionCreateBody>;
 
 /**
- * The path a `tenant_field` names in metadata. It is split on dots as the filter engine splits a
- * filter field (parseField in src/search/filters/parse-filter.ts): the tenant an upload or upsert
- * must carry is then the very value a query's `{"filters": {"<tenant_field>": ...}}` reads, so
- * `org.id` means `{"org": {"id": "acme"}}`, and a flat key `"org.id"` is not it (no filter finds one).
- */
-export function tenantFieldPath(field: string): string[] {
-  return field.split('.');
-}
-
-/**
  * Refuses a `tenant_field` with an empty path segment ("a..b", ".a", "a."): the filter engine
  * refuses such a field, so every query of the collection would be refused.
  */
 export function assertTenantFieldPath(field: string | null | undefined): void {
-  if (!field) return;
-  if (tenantFieldPath(field).some((segment) => segment === '')) {
+  if (field && !metadataFieldPath(field)) {
     throw new BadRequestError(`tenant_field "${field}" has an empty path segment: it is a dotted path into nested metadata ("org.id" names {"org": {"id": ...}})`);
   }
 }

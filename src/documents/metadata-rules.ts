@@ -1,7 +1,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
-import { tenantFieldPath } from '../collections/collection-input.js';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
+import { metadataFieldPath } from '../search/filters/field-path.js';
 import { valueAtPath } from '../search/filters/match-filter.js';
 import { unstorableValueDetail } from '../db/storable-values.js';
 
@@ -51,12 +51,13 @@ export function checkMetadata(collection: CollectionRecord, metadata: Record<str
 
 /**
  * The tenant value: what the collection's `tenant_field` names in the metadata, read as a query
- * filter reads that field (a dotted path into nested metadata, see `tenantFieldPath`).
+ * filter reads that field (a dotted path into nested metadata, see `metadataFieldPath`).
+ * A field with an empty segment, refused at create since, is read as the flat key it once was.
  */
 export function tenantOf(collection: CollectionRecord, metadata: Record<string, unknown>, where = 'metadata'): string | null {
   const field = collection.tenantField;
   if (!field) return null;
-  const path = tenantFieldPath(field);
+  const path = metadataFieldPath(field) ?? [field];
   const value = valueAtPath(metadata, path);
   if (typeof value === 'string' && value !== '') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);

@@ -51,9 +51,8 @@ export class IngestionWorker {
     const { requeued, failed } = await this.queue.requeueAbandoned(all);
     if (requeued > 0) this.logger.info({ requeued }, 'ingestion jobs left by a stopped process are queued again, to run one at a time');
     for (const job of failed) {
-      const detail = `processing failed: ${ABANDONED_ON_LAST_ATTEMPT}`;
       this.logger.error({ jobId: job.id, documentId: job.document_id, attempts: job.attempts }, 'a stopped process left this ingestion job running on its last attempt: failed');
-      if (job.document_id) await this.tellDocument(job.document_id, detail, 'failed');
+      if (job.document_id) await this.tellDocument(job.document_id, `processing failed: ${ABANDONED_ON_LAST_ATTEMPT}`, 'failed');
     }
   }
 

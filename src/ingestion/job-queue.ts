@@ -85,12 +85,9 @@ export class JobQueue {
   }
 
   /**
-   * Returns to the queue work whose worker died: every running job when `all` (the embedded
-   * database has one process, so at start nothing else can be running), else jobs whose lease lapsed.
-   */
-  /**
-   * Queues again the jobs of a process that stopped while running them: all running jobs at the
-   * start of the one embedded process, else those whose lease lapsed. Such a job may be what
+   * Queues again the jobs of a process that stopped while running them: every running job when
+   * `all` (the embedded database has one process, so at start nothing else can be running), else
+   * those whose lease lapsed. Such a job may be what
    * stopped it (a file that exhausts memory): it is claimed alone from now on, so it takes no
    * other job down with it, and one on its last attempt fails instead of stopping every start.
    */

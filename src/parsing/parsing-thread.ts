@@ -41,7 +41,7 @@ async function parseOnThread(parserName: string, input: ParserInput, limits: Par
     const parsed = await Promise.race([parsing, timedOut]);
     return withPictureBuffers(parsed);
   } catch (error) {
-    if ((error as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY' || /memory limit/i.test((error as Error).message)) {
+    if ((error as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY') {
       throw new DocumentParseError(`the ${parserName} parser`, `the file needs more than ${limits.memoryMb} MB of memory to parse (PARSE_MEMORY_LIMIT_MB)`);
     }
     throw error;

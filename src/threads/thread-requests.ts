@@ -45,7 +45,8 @@ export class ThreadRequests {
       for (const request of this.pending.values()) request.reject(error);
       this.pending.clear();
     };
-    worker.on('error', (error) => stop(new Error(`the ${label} thread failed: ${error.message}`)));
+    // The code says why (ERR_WORKER_OUT_OF_MEMORY: the thread reached its resourceLimits).
+    worker.on('error', (error: Error & { code?: string }) => stop(Object.assign(new Error(`the ${label} thread failed: ${error.message}`), { code: error.code })));
     worker.on('exit', (code) => stop(new Error(`the ${label} thread exited with code ${code}`)));
   }
 

@@ -4,6 +4,7 @@
  */
 import { BadRequestError } from '../../errors.js';
 import type { FieldCondition, FieldFilter, FilterScalar, MetadataFilter } from './filter-types.js';
+import { metadataFieldPath } from './field-path.js';
 
 /**
  * Bounds on what a client may send. Real filters are a handful of conditions two or three levels
@@ -73,8 +74,8 @@ class FilterParser {
   /** `"field": value` (equality) or `"field": {"$op": value, ...}` (several operators ANDed). */
   private parseField(field: string, raw: unknown): FieldFilter[] {
     assertEncodable(field, `Filter field "${field}"`);
-    const path = field.split('.');
-    if (path.some((segment) => segment === '')) throw new BadRequestError(`Filter field "${field}" has an empty path segment`);
+    const path = metadataFieldPath(field);
+    if (!path) throw new BadRequestError(`Filter field "${field}" has an empty path segment`);
     if (!isPlainObject(raw)) {
       this.countNode();
       return [{ kind: 'field', field, path, condition: { operator: '$eq', value: this.scalar(raw, field, '$eq') } }];
