@@ -20,6 +20,15 @@ export interface StoredChunk {
   tenant: string | null;
 }
 
+export interface InsertChunksOptions {
+  /**
+   * Replace an existing id only when it is a raw vector of the same tenant, else leave it and
+   * return a null key. Raw-vector upserts check this before writing; the clause closes the gap
+   * between that read and this write, where another tenant's request could take the id.
+   */
+  replaceOnlyOwnRawVectors?: boolean;
+}
+
 /** Rows per INSERT: large enough to amortise a statement, small enough for PGlite's one connection. */
 const INSERT_BATCH = 500;
 
@@ -30,7 +39,8 @@ const INSERT_BATCH = 500;
  * the documents once, where foreign keys checked every row (migration 0008): a row whose owner was
  * deleted meanwhile is not written, and its key is null.
  */
-export async function insertChunks(sql: SqlRunner, collectionId: string, chunks: NewChunk[]): Promise<Array<number | null>> {
+export async function insertChunks(sql: SqlRunner, collectionId: string, chunks: NewChunk[], options: InsertChunksOptions = {}): Promise<Array<number | null>> {
+  const replaceCondition = options.replaceOnlyOwnRawVectors ? 'where chunks.document_id is null and chunks.tenant is not distinct from excluded.tenant' : '';
   const keys: Array<number | null> = [];
   for (let start = 0; start < chunks.length; start += INSERT_BATCH) {
     const batch = chunks.slice(start, start + INSERT_BATCH);
@@ -45,6 +55,7 @@ export async function insertChunks(sql: SqlRunner, collectionId: string, chunks:
        where r.document_id is null or r.document_id in (select id from live_documents)
        on conflict (collection_id, id) do update set document_id = excluded.document_id, chunk_index = excluded.chunk_index,
          text = excluded.text, metadata = excluded.metadata, tenant = excluded.tenant, created_at = excluded.created_at
+       ${replaceCondition}
        returning id, key`,
       [collectionId, documentIds, JSON.stringify(batch.map((chunk) => ({
         id: chunk.id, document_id: chunk.documentId, chunk_index: chunk.chunkIndex, text: chunk.text, metadata: chunk.metadata, tenant: chunk.tenant,

@@ -47,34 +47,54 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
     const tenant = checkMetadata(collection, metadata, `vectors[${index}].metadata`);
     return { id: vector.id, embedding, text: vector.text ?? '', metadata, tenant };
   });
-  const existing = await runtime.sql<StoredChunk & { key: string | number }>(
-    'select key, id, collection_id, document_id, chunk_index, text, metadata, tenant from chunks where collection_id = ? and id = any(?::text[])', [collection.id, [...seen]],
-  );
-  // An id of a document's chunk is not a raw vector: replacing it would take the chunk from its document.
-  const ofDocument = existing.find((row) => row.document_id !== null);
-  if (ofDocument) throw new ConflictError(`id "${ofDocument.id}" names a chunk of a document in collection ${collection.name}; raw vectors cannot replace document chunks`);
-  // Ids are unique per collection, not per tenant: replacing another tenant's vector would move it
-  // into this tenant's results. The detail does not name the other tenant's value.
+  const existing = await chunksById(runtime.sql, collection, [...seen]);
   const tenantById = new Map(prepared.map((vector) => [vector.id, vector.tenant]));
-  const ofOtherTenant = existing.find((row) => row.tenant !== tenantById.get(row.id));
-  if (ofOtherTenant) throw new ConflictError(`id "${ofOtherTenant.id}" names a vector of another tenant in collection ${collection.name}; ids are unique across the tenants of a collection`);
+  refuseTakenIds(collection, existing, tenantById);
   let keys: Array<number | null> = [];
   try {
     keys = await insertChunks(runtime.sql, collection.id, prepared.map((vector) => ({
       id: vector.id, documentId: null, chunkIndex: 0, text: vector.text, metadata: vector.metadata, tenant: vector.tenant,
-    })));
-    // Rows are written only while their collection exists (insertChunks): it was deleted meanwhile.
-    if (keys.includes(null)) throw new NotFoundError(`Collection ${collection.name} was deleted while its vectors were written`);
+    })), { replaceOnlyOwnRawVectors: true });
+    if (keys.includes(null)) await refuseUnwrittenIds(runtime.sql, collection, prepared.filter((_, index) => keys[index] === null).map((vector) => vector.id), tenantById);
     await runtime.indexes.keywordIndex.add(collection.id, prepared.map((vector, index) => ({ key: keys[index]!, text: vector.text, metadata: vector.metadata, tenant: vector.tenant })));
     await runtime.indexes.vectorStore.upsert(prepared.map((vector, index) => ({
       key: keys[index]!, collectionId: collection.id, documentId: null, embedding: vector.embedding, metadata: vector.metadata, tenant: vector.tenant,
     })));
   } catch (error) {
-    await takeBackUpsert(runtime, collection, keys, existing.map((row) => ({ ...row, key: Number(row.key) })));
+    await takeBackUpsert(runtime, collection, keys, existing);
     throw error;
   }
   await runtime.directory.recordWrite(runtime.sql, collection.id);
   return prepared.length;
+}
+
+async function chunksById(sql: SqlRunner, collection: CollectionRecord, ids: string[]): Promise<StoredChunk[]> {
+  const rows = await sql<StoredChunk & { key: string | number }>(
+    'select key, id, collection_id, document_id, chunk_index, text, metadata, tenant from chunks where collection_id = ? and id = any(?::text[])', [collection.id, ids],
+  );
+  return rows.map((row) => ({ ...row, key: Number(row.key) }));
+}
+
+/** Refuses ids that name a document's chunk or another tenant's vector (409). */
+function refuseTakenIds(collection: CollectionRecord, rows: StoredChunk[], tenantById: Map<string, string | null>): void {
+  // An id of a document's chunk is not a raw vector: replacing it would take the chunk from its document.
+  const ofDocument = rows.find((row) => row.document_id !== null);
+  if (ofDocument) throw new ConflictError(`id "${ofDocument.id}" names a chunk of a document in collection ${collection.name}; raw vectors cannot replace document chunks`);
+  // Ids are unique per collection, not per tenant: replacing another tenant's vector would move it
+  // into this tenant's results. The detail does not name the other tenant's value.
+  const ofOtherTenant = rows.find((row) => row.tenant !== tenantById.get(row.id));
+  if (ofOtherTenant) throw new ConflictError(`id "${ofOtherTenant.id}" names a vector of another tenant in collection ${collection.name}; ids are unique across the tenants of a collection`);
+}
+
+/**
+ * Explains ids the write left alone (null keys): their collection was deleted meanwhile, or
+ * another request took them after this one checked (insertChunks' replaceOnlyOwnRawVectors).
+ */
+async function refuseUnwrittenIds(sql: SqlRunner, collection: CollectionRecord, ids: string[], tenantById: Map<string, string | null>): Promise<never> {
+  refuseTakenIds(collection, await chunksById(sql, collection, ids), tenantById);
+  const [owner] = await sql('select 1 from collections where id = ?', [collection.id]);
+  if (!owner) throw new NotFoundError(`Collection ${collection.name} was deleted while its vectors were written`);
+  throw new ConflictError(`id "${ids[0]}" was changed by another request while this one was written; send it again`);
 }
 
 /**

@@ -2,7 +2,8 @@
  * Chunk rows are written only while their collection and document exist (migration 0008 replaced
  * the per-row foreign keys with one check per statement). A deletion racing a write cannot be timed
  * through the API for raw vectors, so the store is called directly here; the document case is also
- * shown end to end in test/ingestion/deleted-during-ingestion.test.ts.
+ * shown end to end in test/ingestion/deleted-during-ingestion.test.ts. Raw-vector upserts replace
+ * only their own tenant's vectors (test/vectors/raw-vectors.test.ts races two tenants through the API).
  */
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
@@ -34,6 +35,28 @@ for (const backend of testBackends()) {
       t.same(await rowsOf(['raw-a', 'gone:0', `${live}:extra`]), [`${live}:extra`, 'raw-a'].sort(), 'only the rows with owners');
       const [stored] = await services.sql<{ key: string | number }>('select key from chunks where id = ?', ['raw-a']);
       t.equal(Number(stored!.key), keys[0], 'keys answer their own rows');
+    });
+
+    await t.test('replaceOnlyOwnRawVectors: a raw vector of the same tenant is replaced, nothing else', async (t) => {
+      const owned = (id: string, documentId: string | null, tenant: string | null, text: string) => ({ ...chunk(id, documentId), tenant, text });
+      const [acmeKey] = await insertChunks(services.sql, collection.id, [owned('acme-vector', null, 'acme', 'first')]);
+      const [documentKey] = await insertChunks(services.sql, collection.id, [owned(`${live}:taken`, live, null, 'of the document')]);
+      const keys = await insertChunks(services.sql, collection.id, [
+        owned('acme-vector', null, 'globex', 'globex over acme'),
+        owned(`${live}:taken`, null, null, 'raw over a document chunk'),
+        owned('fresh', null, 'globex', 'new id'),
+      ], { replaceOnlyOwnRawVectors: true });
+      t.same(keys.slice(0, 2), [null, null], "another tenant's vector and a document's chunk are left alone");
+      t.type(keys[2], 'number', 'a new id is written');
+      const [again] = await insertChunks(services.sql, collection.id, [owned('acme-vector', null, 'acme', 'second')], { replaceOnlyOwnRawVectors: true });
+      t.equal(again, acmeKey, 'the same tenant replaces its vector, keeping the key');
+      const rows = await services.sql<{ id: string; key: string | number; text: string; tenant: string | null; document_id: string | null }>(
+        'select id, key, text, tenant, document_id from chunks where id = any(?::text[]) order by id', [['acme-vector', `${live}:taken`]],
+      );
+      t.same(rows.map((row) => [row.id, Number(row.key), row.text, row.tenant, row.document_id]).sort(), [
+        ['acme-vector', acmeKey, 'second', 'acme', null],
+        [`${live}:taken`, documentKey, 'of the document', null, live],
+      ].sort());
     });
   });
 }

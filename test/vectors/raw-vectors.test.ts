@@ -265,6 +265,29 @@ for (const backend of testBackends()) {
       t.same(idsOf(await query('raw-tenant-ids', { query: 'revised', search_mode: 'keyword', filters: { tenant: 'globex' } })), ['x1']);
     });
 
+    await t.test('two tenants upserting one new id at the same time: one wins, the other gets 409', async (t) => {
+      await createCollection({ name: 'raw-tenant-race', dimension: 4, tenant_field: 'tenant' });
+      // Both requests read that the id is free before either writes it; only the write can tell.
+      const [acme, globex] = await Promise.all(['acme', 'globex'].map((tenant) => upsert('raw-tenant-race', {
+        vectors: [{ id: `${tenant}-own`, embedding: NEAR, text: `${tenant} register`, metadata: { tenant } }, { id: 'contested', embedding: SAME, text: `${tenant} ledger`, metadata: { tenant } }],
+      })));
+      const statuses = [acme!.statusCode, globex!.statusCode].sort();
+      t.same(statuses, [200, 409], `one 200 and one 409 (${acme!.body} / ${globex!.body})`);
+      const loser = acme!.statusCode === 409 ? 'acme' : 'globex';
+      const winner = loser === 'acme' ? 'globex' : 'acme';
+      assertError(t, loser === 'acme' ? acme! : globex!, 409, /^id "contested" names a vector of another tenant in collection raw-tenant-race/, 'the later write');
+      const rows = await ctx.services.sql<{ id: string; tenant: string; text: string }>(
+        'select c.id, c.tenant, c.text from chunks c join collections k on k.id = c.collection_id where k.name = ? order by c.id', ['raw-tenant-race'],
+      );
+      t.same(rows.map((row) => [row.id, row.tenant, row.text]), [[`${winner}-own`, winner, `${winner} register`], ['contested', winner, `${winner} ledger`]].sort(), "the winner's rows alone; the refused request wrote nothing");
+      for (const mode of ['semantic', 'keyword', 'hybrid']) {
+        const text = mode === 'semantic' ? QUERY : 'ledger register';
+        t.same(idsOf(await query('raw-tenant-race', { query: text, search_mode: mode, min_score: -1, filters: { tenant: loser } })), [], `${mode}: the refused tenant has nothing`);
+        t.same(idsOf(await query('raw-tenant-race', { query: text, search_mode: mode, min_score: -1, filters: { tenant: winner } })).sort(), ['contested', `${winner}-own`].sort(), `${mode}: the winner has both`);
+      }
+      t.match(await stats('raw-tenant-race'), { raw_vectors: 2, vectors: 2, chunks: 2 });
+    });
+
     await t.test('delete: 200 {deleted} counting existing ids; gone from every mode', async (t) => {
       const before = await stats('raw4');
       const response = await remove('raw4', { ids: ['same', 'missing', 'also-missing'] });
