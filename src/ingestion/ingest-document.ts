@@ -5,7 +5,7 @@ import type { ElementFile, StoredElementImages } from '../documents/element-file
 import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed-chunk-texts.js';
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
 import type { KeywordIndex } from '../search/keyword/keyword-index.js';
-import { removeFromIndexes } from '../search/search-indexes.js';
+import { removeEntriesOfDeletedRows, removeFromIndexes } from '../search/search-indexes.js';
 import type { FileStore } from '../storage/file-store.js';
 import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
 import { detectParser } from './parser-selection.js';
@@ -217,6 +217,7 @@ async function writeChunks(runtime: IngestionRuntime, collection: CollectionReco
   await runtime.vectorStore.upsert(written.map(({ row, key, embedding }) => ({
     key, collectionId: collection.id, documentId: row.documentId, embedding, metadata: row.metadata, tenant: row.tenant,
   })));
+  await removeEntriesOfDeletedRows(runtime.sql, runtime, collection.id, written.map(({ key }) => key));
 }
 
 type Progress = (stage: string, percent: number, message: string) => Promise<void>;

@@ -5,7 +5,7 @@ import { checkMetadata } from '../documents/metadata-rules.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
 import type { SqlRunner } from '../plugins.js';
-import { removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
+import { removeEntriesOfDeletedRows, removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
 import { unitVector } from './unit-vector.js';
 
 export const VectorUpsertBody = Type.Object({
@@ -60,6 +60,7 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
     await runtime.indexes.vectorStore.upsert(prepared.map((vector, index) => ({
       key: keys[index]!, collectionId: collection.id, documentId: null, embedding: vector.embedding, metadata: vector.metadata, tenant: vector.tenant,
     })));
+    await removeEntriesOfDeletedRows(runtime.sql, runtime.indexes, collection.id, keys as number[]);
   } catch (error) {
     await takeBackUpsert(runtime, collection, keys, existing);
     throw error;
