@@ -158,7 +158,7 @@ function chunkRows(documents: PreparedDocument[]): ChunkRow[] {
   })));
 }
 
-/** Removes the chunks (with their index entries) and elements of documents. */
+/** Removes the chunks (with their index entries) and elements of documents: after a failed write. */
 async function removeWrittenParts(runtime: IngestionRuntime, collection: CollectionRecord, documentIds: string[]): Promise<void> {
   // The elements go in the statement that finds the chunks' keys: one statement less a batch.
   const rows = await runtime.sql<{ key: string | number }>(
@@ -175,7 +175,7 @@ async function removeWrittenParts(runtime: IngestionRuntime, collection: Collect
  * After a failed write, takes back what it wrote of these documents: chunks written before the
  * failure were searchable although their document ended failed or waiting for a retry. The write
  * version moves on, so that answers cached meanwhile, which may hold those chunks, are not served
- * again. When this fails too (the database is away) the retry's replaceElements removes them.
+ * again. When this fails too (the database is away) the retry replaces them.
  */
 async function discardPartialWrites(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[]): Promise<void> {
   try {
@@ -186,11 +186,16 @@ async function discardPartialWrites(runtime: IngestionRuntime, collection: Colle
   }
 }
 
-/** Replaces what an interrupted run of these documents left behind, and writes their elements. */
-async function replaceElements(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[]): Promise<void> {
+/**
+ * Replaces the documents' elements. Their chunks are not removed here: a chunk's id is its
+ * document's id and index, so each new chunk replaces the old one of that index in place (rows and
+ * index entries by key), and a reprocessed document stays searchable throughout; the old chunks
+ * past the new count go at the end (removeChunksPastTheEnd).
+ */
+async function replaceElements(runtime: IngestionRuntime, documents: PreparedDocument[]): Promise<void> {
   const { sql } = runtime;
   const ids = documents.map((document) => document.row.id);
-  await removeWrittenParts(runtime, collection, ids);
+  await sql('delete from document_elements where document_id = any(?::uuid[])', [ids]);
   const elements = elementRows(documents);
   for (let start = 0; start < elements.length; start += 2000) {
     await sql(
@@ -206,6 +211,22 @@ async function replaceElements(runtime: IngestionRuntime, collection: Collection
       [ids, JSON.stringify(elements.slice(start, start + 2000))],
     );
   }
+}
+
+/**
+ * Removes the chunks a previous run (a reprocess, or an interrupted attempt) wrote past the
+ * documents' new chunk counts. By document id, not a join: the embedded database never analyses
+ * its tables, and a join against a record set read every chunk row.
+ */
+async function removeChunksPastTheEnd(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[]): Promise<void> {
+  const counts = Object.fromEntries(documents.map((document) => [document.row.id, document.chunks.length]));
+  const rows = await runtime.sql<{ key: string | number }>(
+    'select key from chunks where document_id = any(?::uuid[]) and chunk_index >= (?::jsonb ->> document_id::text)::int',
+    [Object.keys(counts), JSON.stringify(counts)],
+  );
+  const keys = rows.map((row) => Number(row.key));
+  await removeFromIndexes(runtime, collection.id, keys);
+  await deleteChunksByKey(runtime.sql, keys);
 }
 
 /** Chunk rows, then both indexes, for one slice of chunks and their vectors. */
@@ -246,7 +267,7 @@ async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRe
     return embedding;
   };
   let nextVectors = embedSlice(0);
-  await replaceElements(runtime, collection, documents);
+  await replaceElements(runtime, documents);
   for (let start = 0; start < rows.length; start += CHUNK_SLICE) {
     const slice = rows.slice(start, start + CHUNK_SLICE);
     const vectors = await nextVectors;
@@ -254,6 +275,7 @@ async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRe
     await progress('indexing', 25 + (65 * (start + slice.length)) / rows.length, `indexing chunks ${start + 1}-${start + slice.length} of ${rows.length}`);
     await writeChunks(runtime, collection, slice, vectors);
   }
+  await removeChunksPastTheEnd(runtime, collection, documents);
   await runtime.sql(
     `update documents d set status = 'ready', error = null, chunk_count = u.chunk_count, title = coalesce(u.title, d.title),
        progress = jsonb_build_object('stage', 'done', 'percent', 100, 'message', u.chunk_count || ' chunks indexed'),
