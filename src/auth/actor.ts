@@ -36,6 +36,17 @@ export function actorOwner(actor: Actor): string {
   return actor.kind === 'user' ? `user:${actor.userId}` : `api_key:${actor.keyId}`;
 }
 
+/**
+ * Everything that decides what the caller may do, in one canonical string: two requests of the
+ * same caller with equal rights strings are allowed the same things. Scopes are sorted, since an
+ * update that reorders them changes nothing. A new kind of right on the actor belongs here too.
+ */
+export function actorRights(actor: Actor): string {
+  return actor.kind === 'user'
+    ? JSON.stringify({ role: actor.role })
+    : JSON.stringify({ scopes: [...actor.scopes].sort(), collection: actor.collection });
+}
+
 export function actorId(actor: Actor): string {
   return actor.kind === 'user' ? actor.userId : actor.keyId;
 }

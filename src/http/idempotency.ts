@@ -1,13 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { actorOwner } from '../auth/actor.js';
+import { actorOwner, actorRights } from '../auth/actor.js';
 import { sha256Hex } from '../crypto/tokens.js';
 import { IdempotencyRecord } from '../db/entities/index.js';
 import { BadRequestError, ConflictError, UnprocessableError } from '../errors.js';
 import type { AppServices } from '../services.js';
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Top-level fields of the response that hold a secret shown once (a minted API key). The
+     * stored copy replayed for an Idempotency-Key has each set to null and flagged
+     * `<field>_shown_once: true`, so a secret never sits in idempotency_records for 24 h.
+     */
+    secretResponseFields?: readonly string[];
+  }
   interface FastifyRequest {
     idempotencyRecordId: string | null;
   }
@@ -26,9 +34,52 @@ function requestFingerprint(request: FastifyRequest): string {
 }
 
 /**
+ * The body with each secret field set to null and flagged `<field>_shown_once`; null when the body
+ * is not a JSON object, since it then cannot be shown to be free of the secret.
+ */
+function withoutSecrets(payload: string, secretFields: readonly string[]): string | null {
+  let body: unknown;
+  try {
+    body = JSON.parse(payload);
+  } catch {
+    return null;
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  const present = secretFields.filter((field) => Object.hasOwn(body, field));
+  // An error answer holds no secret and is kept byte for byte.
+  if (present.length === 0) return payload;
+  const stored: Record<string, unknown> = { ...body };
+  for (const field of present) {
+    stored[field] = null;
+    stored[`${field}_shown_once`] = true;
+  }
+  return JSON.stringify(stored);
+}
+
+/**
+ * What is kept of a response for replays, `{body}` (body null when the response has none), or null
+ * when nothing is: a 5xx (a retry gets a new try), a streamed body, or a response of a route with
+ * secret fields whose secret cannot be withheld.
+ */
+function keptResponse(statusCode: number, payload: unknown, secretFields: readonly string[]): { body: string | null } | null {
+  if (statusCode >= 500) return null;
+  if (payload === null || payload === undefined) return { body: null };
+  if (typeof payload !== 'string') return null;
+  if (secretFields.length === 0) return { body: payload };
+  const body = withoutSecrets(payload, secretFields);
+  return body === null ? null : { body };
+}
+
+/**
  * `Idempotency-Key` on mutating requests (api-contract 1): keyed per caller, the first response
  * (errors included) is replayed for 24 h; a different body is 422, a repeat in flight 409.
  * A 5xx is not kept, so that a client retrying a server error with the same key gets a new try.
+ * A secret in the response is not kept either (`secretResponseFields`).
+ *
+ * A record is replayed only to a caller whose rights are those it had at the first request: the
+ * replay comes before the route's own checks (a collection pin is checked by the route), so a key
+ * pinned elsewhere since would otherwise be answered with another collection's chunks. With other
+ * rights the request is not run again either, since with wider ones it would then run twice: 409.
  */
 export const idempotency = fp(async (app: FastifyInstance, options: { services: AppServices }) => {
   const { db } = options.services;
@@ -41,6 +92,7 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
     if (key.length === 0 || key.length > 255) throw new BadRequestError('Idempotency-Key must be 1-255 characters');
     const owner = actorOwner(request.actor);
     const fingerprint = requestFingerprint(request);
+    const rightsHash = sha256Hex(actorRights(request.actor));
     const em = db.fork();
     const existing = await em.findOne(IdempotencyRecord, { owner, key });
     if (existing) {
@@ -50,6 +102,11 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
         await em.nativeDelete(IdempotencyRecord, { id: existing.id });
       } else {
         if (existing.requestHash !== fingerprint) throw new UnprocessableError('Idempotency-Key was already used with a different request');
+        // Records from before rights were recorded (null) are replayed as they were.
+        if (existing.rightsHash !== null && existing.rightsHash !== rightsHash) {
+          throw new ConflictError('Idempotency-Key was first used while this caller had other rights (scopes, collection pin or role); '
+            + 'its stored response is not replayed and the request is not run again: send it with a new Idempotency-Key');
+        }
         if (existing.responseStatus == null) throw new ConflictError('A request with this Idempotency-Key is still being processed');
         reply.header('idempotent-replayed', 'true');
         if (existing.responseContentType) reply.header('content-type', existing.responseContentType);
@@ -60,7 +117,7 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
     try {
       await em.insert(IdempotencyRecord, {
         id, owner, key, method: request.method, path: request.url.split('?')[0] ?? request.url,
-        requestHash: fingerprint, responseStatus: null, responseBody: null, responseContentType: null, createdAt: new Date(),
+        requestHash: fingerprint, rightsHash, responseStatus: null, responseBody: null, responseContentType: null, createdAt: new Date(),
       });
     } catch {
       // The unique (owner, key) constraint lost a race with an identical concurrent request.
@@ -74,14 +131,15 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
     if (!id) return payload;
     request.idempotencyRecordId = null;
     const em = db.fork();
-    if (reply.statusCode >= 500 || (payload !== null && payload !== undefined && typeof payload !== 'string')) {
+    const kept = keptResponse(reply.statusCode, payload, request.routeOptions.config.secretResponseFields ?? []);
+    if (!kept) {
       await em.nativeDelete(IdempotencyRecord, { id });
       return payload;
     }
     const contentType = reply.getHeader('content-type');
     await em.nativeUpdate(IdempotencyRecord, { id }, {
       responseStatus: reply.statusCode,
-      responseBody: (payload as string | undefined) ?? null,
+      responseBody: kept.body,
       responseContentType: typeof contentType === 'string' ? contentType : null,
     });
     return payload;

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { API_KEY_DISPLAY_PREFIX_LENGTH } from '../../src/auth/api-keys.service.js';
 import {
   adminTestApp, testBackends,
 } from '../support/test-app.js';
@@ -33,9 +34,8 @@ for (const backend of testBackends()) {
       t.equal(second.statusCode, 201);
       t.equal(second.headers['idempotent-replayed'], 'true');
       t.match(second.headers['content-type'], /^application\/json/);
-      t.strictSame(second.json(), first.json(), 'identical body: same id and plaintext key');
-      t.equal(second.json().id, created.id);
-      t.equal(second.json().key, created.key);
+      const { key: _plaintext, ...withoutKey } = created;
+      t.strictSame(second.json(), { ...withoutKey, key: null, key_shown_once: true }, 'the same key record; the plaintext was shown once');
 
       const third = await createKey('key-create-1', { name: 'ci', scopes: ['query:read'] });
       t.equal(third.statusCode, 201);
@@ -113,17 +113,53 @@ for (const backend of testBackends()) {
       t.equal(usersAfter.json().total, usersBefore.json().total, 'no user was created');
     });
 
-    await t.test('a replayed rotate returns the same new key and rotates once', async (t) => {
+    await t.test('a replayed rotate rotates once', async (t) => {
       const { id } = (await createKey('rotate-setup', { name: 'to rotate' })).json() as { id: string };
       const first = await app.inject({ method: 'POST', url: `/v1/admin/api-keys/${id}/rotate`, headers: { cookie, 'idempotency-key': 'rotate-1' } });
       t.equal(first.statusCode, 200);
       const second = await app.inject({ method: 'POST', url: `/v1/admin/api-keys/${id}/rotate`, headers: { cookie, 'idempotency-key': 'rotate-1' } });
       t.equal(second.statusCode, 200);
       t.equal(second.headers['idempotent-replayed'], 'true');
-      t.equal(second.json().key, first.json().key);
+      t.equal(second.json().prefix, first.json().prefix, 'the same rotation is described');
       const whoami = await app.inject({ method: 'GET', url: '/v1/auth/whoami', headers: { authorization: `Bearer ${first.json().key}` } });
       t.equal(whoami.statusCode, 200, 'the key of the first rotation still works: there was no second rotation');
       t.equal(await auditCount('api_key.rotate'), 1);
+    });
+
+    await t.test('a plaintext key is shown once: a replay withholds it and no record holds it', async (t) => {
+      const storedRecords = async () => JSON.stringify(await ctx.services.sql('select * from idempotency_records'));
+      const whoami = (key: string) => app.inject({ method: 'GET', url: '/v1/auth/whoami', headers: { authorization: `Bearer ${key}` } });
+
+      const first = await createKey('shown-once', { name: 'shown once', scopes: ['query:read'] });
+      t.equal(first.statusCode, 201);
+      const created = first.json() as { id: string; key: string; prefix: string };
+      t.match(created.key, /^svc_sk_/, 'the first answer has the plaintext');
+      t.equal((await whoami(created.key)).statusCode, 200, 'the key of the first answer works');
+      const replay = await createKey('shown-once', { name: 'shown once', scopes: ['query:read'] });
+      t.equal(replay.statusCode, 201);
+      t.equal(replay.headers['idempotent-replayed'], 'true');
+      t.match(replay.json(), { id: created.id, prefix: created.prefix, name: 'shown once', key: null, key_shown_once: true }, 'the key it names, without the plaintext');
+      t.notOk(replay.body.includes(created.key), 'no plaintext in the replay');
+
+      const rotateOnce = () => app.inject({ method: 'POST', url: `/v1/admin/api-keys/${created.id}/rotate`, headers: { cookie, 'idempotency-key': 'rotated-once' } });
+      const rotated = await rotateOnce();
+      t.equal(rotated.statusCode, 200);
+      const rotatedKey = (rotated.json() as { key: string }).key;
+      t.match(rotatedKey, /^svc_sk_/, 'the first answer of a rotation has the new plaintext');
+      const rotateReplay = await rotateOnce();
+      t.equal(rotateReplay.statusCode, 200);
+      t.equal(rotateReplay.headers['idempotent-replayed'], 'true');
+      t.match(rotateReplay.json(), { id: created.id, key: null, key_shown_once: true });
+      t.notOk(rotateReplay.body.includes(rotatedKey), 'no plaintext in the replayed rotation');
+      t.equal((await whoami(rotatedKey)).statusCode, 200, 'the rotated key works: the replay did not rotate again');
+      t.equal((await whoami(created.key)).statusCode, 401, 'the key before the rotation does not');
+
+      const records = await storedRecords();
+      t.ok(records.includes('key_shown_once'), 'the answers were stored');
+      t.notOk(records.includes(created.key), 'no record holds the created plaintext');
+      t.notOk(records.includes(rotatedKey), 'no record holds the rotated plaintext');
+      t.notOk(records.includes(created.key.slice(API_KEY_DISPLAY_PREFIX_LENGTH)), 'nor its secret part');
+      t.notOk(records.includes(rotatedKey.slice(API_KEY_DISPLAY_PREFIX_LENGTH)), 'nor the rotated secret part');
     });
 
     await t.test('keys are scoped per caller', async (t) => {

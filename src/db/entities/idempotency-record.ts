@@ -11,6 +11,8 @@ export const IdempotencyRecord = defineEntity({
     method: p.string(),
     path: p.text(),
     requestHash: p.string(),
+    /** SHA-256 of the caller's rights (`actorRights`) at the first request; null on records older than it. */
+    rightsHash: p.string().nullable(),
     /** null while the first request is still running. */
     responseStatus: p.integer().nullable(),
     responseBody: p.text().nullable(),
