@@ -152,8 +152,9 @@ function chunkRows(documents: PreparedDocument[]): ChunkRow[] {
     documentId: document.row.id,
     chunkIndex: chunk.index,
     text: chunk.text,
-    // Upload metadata on every chunk, so callers always find and can filter on what they sent.
-    metadata: { ...document.row.metadata, heading_path: chunk.headingPath, ...(chunk.page !== undefined ? { page: chunk.page } : {}) },
+    // Upload metadata on every chunk, so callers always find and can filter on what they sent: it
+    // wins over the chunk's own `heading_path` and `page` when it has keys of those names.
+    metadata: { heading_path: chunk.headingPath, ...(chunk.page !== undefined ? { page: chunk.page } : {}), ...document.row.metadata },
     tenant: document.row.tenant,
   })));
 }

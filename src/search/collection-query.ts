@@ -89,9 +89,12 @@ async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
   return [value, performance.now() - start];
 }
 
+/** JSON writes both infinities as null: a `min_score` (or filter bound) of 1e400 and -1e400 shared an entry. */
+const keepInfinities = (_key: string, value: unknown) => (value === Infinity || value === -Infinity ? String(value) : value);
+
 function cacheKey(collection: CollectionRecord, input: CollectionQueryInput): string {
   const { skip_cache: _skip, ...rest } = input;
-  return `${collection.id}:${collection.writeVersion}:${JSON.stringify(rest)}`;
+  return `${collection.id}:${collection.writeVersion}:${JSON.stringify(rest, keepInfinities)}`;
 }
 
 /** Runs one query against one collection: semantic, keyword (BM25) or hybrid (RRF of both). */

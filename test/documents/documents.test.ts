@@ -186,6 +186,19 @@ for (const backend of testBackends()) {
       t.ok(html.data.every((chunk: any) => chunk.metadata.source === 'web'), 'HTML chunks carry their metadata');
       t.same(html.data[0].metadata.heading_path, ['Gadgets']);
 
+      // Upload metadata named like the chunk's own keys wins on every chunk: the caller finds what it sent.
+      const named = await upload('docs', 'named.md', '# Title\n\nKestrels hover over the verge.\n\n## Later\n\nThey dive.', 'text/markdown', { heading_path: 'mine', page: 3 });
+      t.equal(named.statusCode, 202);
+      await waitForIngestion(app, 'docs', admin);
+      const namedChunks = (await app.inject({ url: `/v1/collections/docs/documents/${named.json().id}/chunks`, headers: admin })).json();
+      t.ok(namedChunks.total >= 1);
+      t.ok(namedChunks.data.every((chunk: any) => chunk.metadata.heading_path === 'mine' && chunk.metadata.page === 3), 'heading_path and page as uploaded');
+      for (const mode of ['semantic', 'keyword', 'hybrid']) {
+        const found = (await app.inject({ method: 'POST', url: '/v1/collections/docs/query', headers: admin, payload: { query: 'kestrels hover', search_mode: mode, filters: { heading_path: 'mine', page: 3 }, skip_cache: true } })).json();
+        t.ok(found.results.length > 0 && found.results.every((result: any) => result.document_id === named.json().id), `${mode}: found by the uploaded values`);
+      }
+      t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/docs/documents/${named.json().id}`, headers: admin })).statusCode, 204);
+
       const small = await createCollection({ name: 'small-chunks', chunk_size: 120, chunk_overlap: 0 });
       const long = await upload('small-chunks', 'tides.txt', LONG_TEXT, 'text/plain', { source: 'field-notes' });
       t.equal(long.statusCode, 202);

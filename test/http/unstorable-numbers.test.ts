@@ -43,5 +43,14 @@ for (const backend of testBackends()) {
       const finite = await sendJson('POST', '/v1/collections/numbers/query', '{"query":"plain words","search_mode":"keyword","skip_cache":true}');
       t.same(finite.json().results.map((result: { id: string }) => result.id), ['a'], 'found without it');
     });
+
+    await t.test('the query cache keeps 1e400 and -1e400 apart (JSON writes both as null)', async (t) => {
+      const cachedQuery = (minScore: string) => sendJson('POST', '/v1/collections/numbers/query', `{"query":"plain words","search_mode":"keyword","min_score":${minScore}}`);
+      t.same((await cachedQuery('1e400')).json().results, [], 'above every score: nothing');
+      const below = (await cachedQuery('-1e400')).json();
+      t.same(below.results.map((result: { id: string }) => result.id), ['a'], 'below every score: found, not the cached empty answer');
+      t.notOk(below.timings.cached, 'computed, not served from the cache');
+      t.same((await cachedQuery('1e400')).json().results, [], 'and the first is still answered as before');
+    });
   });
 }
