@@ -63,6 +63,8 @@ export class ApiKeyService {
 
   async create(em: EntityManager, actor: Actor, input: ApiKeyInput & { name: string }): Promise<{ record: ApiKeyRecord; key: string }> {
     ApiKeyService.validate(input);
+    // A key dead from birth is a mistake; an update may still set a past time to expire a key now.
+    if (input.expires_at && Date.parse(input.expires_at) <= Date.now()) throw new BadRequestError('expires_at is in the past: the key could never be used');
     const minted = ApiKeyService.mint();
     const now = new Date();
     const record = em.create(ApiKey, {

@@ -27,9 +27,9 @@ export function requireActor(request: FastifyRequest): Actor {
 function bearerToken(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (!header) return undefined;
-  const [scheme, token] = header.split(' ', 2);
-  if (scheme?.toLowerCase() !== 'bearer' || !token) throw new UnauthorizedError('Authorization header must be "Bearer <API key>"');
-  return token.trim();
+  const token = /^bearer +(\S+) *$/i.exec(header)?.[1];
+  if (!token) throw new UnauthorizedError('Authorization header must be "Bearer <API key>"');
+  return token;
 }
 
 /**
@@ -64,7 +64,9 @@ export const authenticate = fp(async (app: FastifyInstance, options: { services:
 
   app.addHook('onRequest', async (request) => {
     const access = request.routeOptions.config.access;
-    if (!access || access.kind === 'open') return;
+    if (!access) return;
+    // Open routes that change something (login, setup) set a session cookie: not for another site.
+    if (access.kind === 'open') return assertSameOrigin(request);
     const token = bearerToken(request);
     let actor: Actor | null = null;
     if (token !== undefined) {

@@ -4,6 +4,7 @@ import t from 'tap';
 import {
   adminTestApp, bearer, createApiKey, testBackends,
 } from '../support/test-app.js';
+import { assertError } from '../support/assertions.js';
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
@@ -69,7 +70,11 @@ for (const backend of testBackends()) {
     });
 
     t.test('expired, inactive, rotated-away and deleted keys are 401', async (t) => {
-      const expired = await createApiKey(app, cookie, { name: 'expired', expires_at: new Date(Date.now() - 1000).toISOString() });
+      const pastCreate = await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'dead', expires_at: new Date(Date.now() - 1000).toISOString() } });
+      assertError(t, pastCreate, 400, /^expires_at is in the past/, 'a key created already expired');
+      const expired = await createApiKey(app, cookie, { name: 'expired' });
+      const expire = await app.inject({ method: 'PATCH', url: `/v1/admin/api-keys/${expired.id}`, headers: { cookie }, payload: { expires_at: new Date(Date.now() - 1000).toISOString() } });
+      t.equal(expire.statusCode, 200, 'an update may expire a key now');
       t.equal((await whoami(expired.key)).statusCode, 401, 'already expired');
 
       const expiring = await createApiKey(app, cookie, { name: 'expiring', expires_at: new Date(Date.now() + 1500).toISOString() });
@@ -105,6 +110,9 @@ for (const backend of testBackends()) {
       t.equal((await getKey(deleted.id)).statusCode, 404);
 
       t.equal((await app.inject({ url: '/v1/auth/whoami', headers: { authorization: 'Basic abc' } })).statusCode, 401, 'a non-bearer scheme');
+      const live = await createApiKey(app, cookie, { name: 'live' });
+      t.equal((await app.inject({ url: '/v1/auth/whoami', headers: { authorization: `Bearer ${live.key} trailing` } })).statusCode, 401, 'a header with more than the key');
+      t.equal((await app.inject({ url: '/v1/auth/whoami', headers: { authorization: `bearer  ${live.key}` } })).statusCode, 200, 'any case, extra blanks');
       t.equal((await whoami('not-a-service-key')).statusCode, 401, 'a token without the svc_sk_ prefix');
     });
 

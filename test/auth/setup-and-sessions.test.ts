@@ -96,6 +96,17 @@ for (const backend of testBackends()) {
       t.equal(same.statusCode, 204);
     });
 
+    t.test('a cross-origin login sets no cookie (login CSRF); same-origin and Origin-less logins work', async (t) => {
+      const foreign = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: ADMIN, headers: { origin: 'https://evil.example', host: 'localhost:80' } });
+      t.equal(foreign.statusCode, 403, foreign.body);
+      t.match(foreign.json().detail, /Cross-origin request refused/);
+      t.same(foreign.cookies, [], 'no session cookie');
+      const own = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: ADMIN, headers: { origin: 'http://localhost:80', host: 'localhost:80' } });
+      t.equal(own.statusCode, 200);
+      t.ok(sessionCookieOf(own));
+      t.equal((await app.inject({ method: 'POST', url: '/v1/auth/login', payload: ADMIN })).statusCode, 200, 'a client that sends no Origin (curl, SDKs)');
+    });
+
     t.test('whoami for a session', async (t) => {
       const cookie = await setupAdmin(app).catch(async () => sessionCookieOf(await app.inject({ method: 'POST', url: '/v1/auth/login', payload: ADMIN })));
       const response = await app.inject({ url: '/v1/auth/whoami', headers: { cookie } });
