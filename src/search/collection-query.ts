@@ -105,6 +105,12 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   const minScore = input.min_score ?? collection.defaultMinScore;
   const filter = parseFilter(input.filters ?? undefined);
   const tenant = queryTenant(collection, input.filters);
+  const weights = defaultFusionWeights(collection);
+  const keywordWeight = input.keyword_weight ?? weights.keyword;
+  const semanticWeight = input.semantic_weight ?? weights.semantic;
+  if (mode === 'hybrid' && keywordWeight === 0 && semanticWeight === 0) {
+    throw new BadRequestError('keyword_weight and semantic_weight are both 0: hybrid fusion would rank nothing (set one above 0)');
+  }
 
   const key = cacheKey(collection, input);
   if (!input.skip_cache) {
@@ -147,10 +153,9 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
     const fusionStart = performance.now();
     const semanticScores = new Map(semanticHits.map((hit) => [hit.key, hit.score]));
     const keywordScores = new Map(keywordHits.map((hit) => [hit.key, hit.score]));
-    const weights = defaultFusionWeights(collection);
     const fused = reciprocalRankFusion([
-      { keys: semanticHits.map((hit) => hit.key), weight: input.semantic_weight ?? weights.semantic },
-      { keys: keywordHits.map((hit) => hit.key), weight: input.keyword_weight ?? weights.keyword },
+      { keys: semanticHits.map((hit) => hit.key), weight: semanticWeight },
+      { keys: keywordHits.map((hit) => hit.key), weight: keywordWeight },
     ], input.rrf_k ?? DEFAULT_RRF_K);
     ranked = fused.map((hit) => ({
       key: hit.key,

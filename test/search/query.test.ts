@@ -606,6 +606,8 @@ for (const backend of testBackends()) {
         ['min_score a string', { query: QUERY, min_score: '0.5' }],
         ['rrf_k 0', { query: QUERY, rrf_k: 0 }],
         ['negative keyword_weight', { query: QUERY, keyword_weight: -1 }],
+        ['hybrid with both weights 0', { query: QUERY, search_mode: 'hybrid', keyword_weight: 0, semantic_weight: 0 }],
+        ['an operator beside a field key', { query: QUERY, filters: { role: { $eq: 'target', name: 'x' } } }],
         ['query over 10,000 characters', { query: 'quasar '.repeat(1500) }],
       ];
       for (const [what, body] of bodies) {

@@ -92,7 +92,7 @@ class FilterParser {
     if (!fieldOperators.has(operator)) {
       if (!operator.startsWith('$')) {
         throw new BadRequestError(
-          `Filter value of field "${field}" is an object without operators: address nested fields with dots ("${field}.${operator}")`,
+          `Filter value of field "${field}" has the key "${operator}", which is not an operator: address nested fields with dots ("${field}.${operator}")`,
         );
       }
       throw new BadRequestError(`Unknown filter operator "${operator}" on field "${field}"`);
