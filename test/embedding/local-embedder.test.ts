@@ -44,8 +44,8 @@ t.test('vectors are 384-dimensional, unit length, free and in input order', asyn
     t.ok(Math.abs(norm(vector) - 1) < 1e-6, 'unit norm');
     t.ok(vector.every(Number.isFinite), 'finite');
   }
-  // Texts without content words share one unit vector instead of a zero vector (no NaN cosines).
-  t.same(result.vectors[2], result.vectors[3]);
+  // Texts without content words get a unit vector of their own, never a zero vector (no NaN cosines).
+  t.ok(Math.abs(cosine(result.vectors[2]!, result.vectors[3]!)) < 0.3, 'two such texts are not one vector');
   const single = await model.embed([texts[1]], 'document');
   t.same(single.vectors[0], result.vectors[1], 'a text embeds the same alone or in a batch');
 });

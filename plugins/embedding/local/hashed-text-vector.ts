@@ -2,10 +2,12 @@
  * An offline text vector by signed feature hashing ("the hashing trick", Weinberger et al. 2009).
  *
  * Three feature families, each counted separately:
- *   - unigrams: the analyzer's stemmed, stop-word-free terms, so "connected" and "connection" meet;
+ *   - unigrams: the analyzer's terms (src/text/english-analyzer.ts), so "connected" and
+ *     "connection" meet, as do "café" and "cafe"; Chinese and Japanese terms are character bigrams;
  *   - bigrams of consecutive terms, so word order counts a little;
  *   - character 3-5-grams of each content word padded as "<word>" (fastText's subwords), so
- *     variants the stemmer misses ("analyse"/"analysis", typos, compounds) still overlap.
+ *     variants the stemmer misses ("analyse"/"analysis", typos, compounds, and the inflections of
+ *     languages the analyzer does not stem, "Москва"/"Москве") still overlap.
  * Each feature weighs 1 + ln(tf) (sublinear: a word said ten times is not ten times the topic),
  * no idf (a local model sees one text at a time, never the collection).
  *
@@ -18,8 +20,7 @@
  * Each feature adds ±weight to one of `dimension` buckets; the sign comes from one hash bit, so
  * collisions cancel on average instead of piling up (the expected dot product stays unbiased).
  */
-import { englishStopWords } from '../../../src/text/english-stop-words.js';
-import { stemToken, tokenize } from '../../../src/text/english-analyzer.js';
+import { indexTerm, tokenize } from '../../../src/text/english-analyzer.js';
 import { fnvHashString, fnvOffsetBasis, fnvStep, mixHash } from './fnv1a-hash.js';
 
 export const familyWeights = { unigram: 1, bigram: 0.5, characterNgram: 0.6 } as const;
@@ -35,10 +36,20 @@ const bigramSeparator = 0x20; // ' '
 const unigramSeed = fnvStep(fnvOffsetBasis, 0x55); // 'U'
 const bigramSeed = fnvStep(fnvOffsetBasis, 0x42); // 'B'
 const characterNgramSeed = fnvStep(fnvOffsetBasis, 0x43); // 'C'
-/** The one feature of a text with no content word, so even "" gets a unit vector (no NaN cosines). */
-const emptyTextFeature = fnvStep(fnvOffsetBasis, 0x45); // 'E'
+const wordlessTextSeed = fnvStep(fnvOffsetBasis, 0x45); // 'E'
 
 type FeatureCounts = Map<number, number>;
+
+/**
+ * The one feature of a text with no content word ("the", "?!", "🍕", ""), so it still gets a unit
+ * vector (no NaN cosines). It is the hash of the text itself, case and spacing aside: one feature
+ * shared by all such texts made "the" score 1.0 against every other one, and so against any
+ * document the analyzer found no word in. "" hashes to the seed alone, the feature every such text
+ * had before, so stored vectors of empty chunks stay valid.
+ */
+function wordlessTextFeature(text: string): number {
+  return fnvHashString(wordlessTextSeed, text.toLowerCase().replace(/\s+/g, ' ').trim());
+}
 
 function countFeature(counts: FeatureCounts, hash: number): void {
   counts.set(hash, (counts.get(hash) ?? 0) + 1);
@@ -79,21 +90,20 @@ export function hashedTextVector(text: string, dimension: number): Float64Array 
   const unigrams: FeatureCounts = new Map();
   const bigrams: FeatureCounts = new Map();
   const characterNgrams: FeatureCounts = new Map();
-  let previousStem: string | undefined;
+  let previousTerm: string | undefined;
   for (const word of tokenize(text)) {
-    if (englishStopWords.has(word)) continue;
-    const stem = stemToken(word);
-    const stemHash = fnvHashString(unigramSeed, stem);
-    countFeature(unigrams, stemHash);
-    if (previousStem !== undefined) {
-      countFeature(bigrams, fnvHashString(fnvStep(fnvHashString(bigramSeed, previousStem), bigramSeparator), stem));
+    const term = indexTerm(word);
+    if (term === undefined) continue;
+    countFeature(unigrams, fnvHashString(unigramSeed, term));
+    if (previousTerm !== undefined) {
+      countFeature(bigrams, fnvHashString(fnvStep(fnvHashString(bigramSeed, previousTerm), bigramSeparator), term));
     }
-    previousStem = stem;
+    previousTerm = term;
     countCharacterNgrams(characterNgrams, word);
   }
 
   const vector = new Float64Array(dimension);
-  if (unigrams.size === 0) countFeature(unigrams, emptyTextFeature);
+  if (unigrams.size === 0) countFeature(unigrams, wordlessTextFeature(text));
   addFamily(vector, unigrams, familyWeights.unigram);
   addFamily(vector, bigrams, familyWeights.bigram);
   addFamily(vector, characterNgrams, familyWeights.characterNgram);

@@ -68,9 +68,10 @@ export function tenantPartition(tenant: string | null | undefined): string {
 }
 
 /**
- * `keyword_postings.term` is varchar(255). The analyzer keeps any run of [a-z0-9], so a hash or
- * base64 blob can yield a longer term; it is cut to 255 characters in documents and queries
- * alike, so it still matches itself.
+ * `keyword_postings.term` is varchar(255). The analyzer keeps any run of letters and digits, so a
+ * hash or base64 blob can yield a longer term; it is cut to 255 UTF-16 units in documents and
+ * queries alike, so it still matches itself (in the SQL index half a cut surrogate pair is stored
+ * as U+FFFD, and the query term's half becomes U+FFFD the same way).
  */
 export const maxTermLength = 255;
 
