@@ -33,6 +33,10 @@ export interface Config {
   parseTimeoutMs: number;
   /** How long an API key lookup may be answered from memory before the database is asked again. */
   apiKeyCacheMs: number;
+  /** How long a collection looked up by name is served from memory (other replicas' changes show after it). */
+  collectionCacheMs: number;
+  /** How long a claimed ingestion job may go without a heartbeat before another worker takes it over. */
+  jobLeaseMs: number;
   /** Estimated bytes of query answers kept by the query cache (2,000 answers at most). */
   queryCacheMaxBytes: number;
   /** HNSW candidate list of the embedded store's searches; undefined keeps the store's default. */
@@ -124,6 +128,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     parseMemoryLimitMb: integer(env, 'PARSE_MEMORY_LIMIT_MB', 1024, 16),
     parseTimeoutMs: integer(env, 'PARSE_TIMEOUT_S', 300, 1) * 1000,
     apiKeyCacheMs: integer(env, 'API_KEY_CACHE_MS', 2000),
+    collectionCacheMs: integer(env, 'COLLECTION_CACHE_MS', 2000),
+    jobLeaseMs: integer(env, 'JOB_LEASE_S', 60, 1) * 1000,
     queryCacheMaxBytes: integer(env, 'QUERY_CACHE_MAX_MB', 64) * 1024 * 1024,
     hnswExpansionSearch: optionalInteger(env, 'EMBEDDED_HNSW_EXPANSION_SEARCH', 1),
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 30_000, 1),

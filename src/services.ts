@@ -103,11 +103,11 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   });
   const embeddingPresets = new EmbeddingPresetService(sql, secrets, plugins, embeddings);
   const rerankers = new RerankerModels(plugins, secrets, { remoteCalls, logger: providerLogger });
-  const collections = new CollectionDirectory(db.fork);
+  const collections = new CollectionDirectory(db.fork, config.collectionCacheMs);
   const loadCollection = async (collectionId: string): Promise<CollectionRecord | null> => db.fork().findOne(Collection, { id: collectionId });
 
   const captioner = new ImageCaptioner(plugins, config.captionLlm);
-  const jobs = new JobQueue(sql, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
+  const jobs = new JobQueue(sql, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, config.jobLeaseMs);
   const ingestionRuntime: IngestionRuntime = {
     sql, files, parsers, vectorStore: indexes.vectorStore, keywordIndex: indexes.keywordIndex,
     embeddingModelFor: (collection) => embeddings.forCollection(collection),

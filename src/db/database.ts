@@ -5,6 +5,7 @@ import { vector } from '@electric-sql/pglite/vector';
 import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM, type EntityManager, type Options } from '@mikro-orm/postgresql';
 import { PGliteDriver, type PGliteConnectionConfig } from 'mikro-orm-pglite';
+import pg from 'pg';
 import { entities } from './entities/index.js';
 import { migrations } from './migrations/index.js';
 
@@ -75,6 +76,26 @@ function sendSingleStatementsAsOne(orm: MikroORM): void {
   };
 }
 
+/** Any fixed number: the key of the advisory lock replicas take around migrations. */
+const MIGRATION_LOCK_KEY = 4_207_311_991;
+
+/**
+ * Replicas started together on one PostgreSQL database (a fresh deploy, an upgrade with a new
+ * migration) each ran the pending migrations; all but one then failed on the objects the first
+ * had created, and exited. The lock makes them take turns: later ones find nothing left to run. It
+ * is held on a connection of its own, since the migrator's statements use the pool's.
+ */
+async function whileHoldingMigrationLock(databaseUrl: string, migrate: () => Promise<unknown>): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await migrate();
+  } finally {
+    await client.end();
+  }
+}
+
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   let orm: MikroORM;
   let pglite: PGlite | undefined;
@@ -98,7 +119,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     } as unknown as Options);
   }
   if (pglite) sendSingleStatementsAsOne(orm);
-  await orm.getMigrator().up();
+  if (options.databaseUrl) await whileHoldingMigrationLock(options.databaseUrl, () => orm.getMigrator().up());
+  else await orm.getMigrator().up();
   const kind = pglite ? 'pglite' : 'postgresql';
   return {
     orm,

@@ -40,7 +40,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
       const metadata = parseMetadataField(fields.metadata);
       const onDuplicate = parseOnDuplicate(fields.on_duplicate);
       const received = outcomes.filter((outcome): outcome is ReceivedFile => !isRefused(outcome));
-      await openBatch(sql, collection.id, batchId, 'upload');
+      await openBatch(sql, collection, batchId, 'upload');
       admitted = await admitFiles(intakeRuntime(services), collection, received, { metadata, onDuplicate, batchId });
     } catch (error) {
       // Refused before any document exists (metadata, tenant): nothing of the request stays.

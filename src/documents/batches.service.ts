@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { writeIntoCollection } from '../collections/deleted-meanwhile.js';
 import type { CollectionRecord, DocumentRecord } from '../db/entities/index.js';
 import { NotFoundError } from '../errors.js';
 import type { SqlRunner } from '../plugins.js';
@@ -34,8 +35,10 @@ export function newBatchId(): string {
 }
 
 /** The batch row is written before its documents (with an empty manifest), so no document points at a missing batch. */
-export async function openBatch(sql: SqlRunner, collectionId: string, batchId: string, source: BatchSource): Promise<void> {
-  await sql(`insert into document_batches (id, collection_id, source, files, created_at) values (?, ?, ?, '[]'::jsonb, now())`, [batchId, collectionId, source]);
+export async function openBatch(sql: SqlRunner, collection: CollectionRecord, batchId: string, source: BatchSource): Promise<void> {
+  await writeIntoCollection(collection, () => sql(
+    `insert into document_batches (id, collection_id, source, files, created_at) values (?, ?, ?, '[]'::jsonb, now())`, [batchId, collection.id, source],
+  ));
 }
 
 export async function recordBatchFiles(sql: SqlRunner, batchId: string, entries: BatchEntry[]): Promise<void> {

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { writeIntoCollection } from '../collections/deleted-meanwhile.js';
 import { Document, DOCUMENT_STATUSES, type CollectionRecord, type DocumentRecord, type DocumentStatus } from '../db/entities/index.js';
 import { NotFoundError, PayloadTooLargeError } from '../errors.js';
 import type { JobQueue } from '../ingestion/job-queue.js';
@@ -120,7 +121,7 @@ export async function createDocuments(
     id: randomUUID(), ord: index, filename: input.filename, content_type: input.contentType, size_bytes: input.upload.sizeBytes,
     sha256: input.upload.sha256, storage_key: input.upload.storageKey, original: input.upload.content?.toString('base64') ?? null,
   }));
-  const created = await sql<DocumentRow>(
+  const created = await writeIntoCollection(collection, () => sql<DocumentRow>(
     `with input as (
        select * from jsonb_to_recordset(?::jsonb)
          as r(id uuid, ord int, filename text, content_type text, size_bytes bigint, sha256 text, storage_key text, original text)
@@ -141,7 +142,7 @@ export async function createDocuments(
      )
      select * from document`,
     [JSON.stringify(rows), collection.id, shared.batchId, JSON.stringify(shared.metadata), shared.tenant],
-  );
+  ));
   queue.notify();
   const byId = new Map(created.map((row) => [row.id, documentFromRow(row)]));
   return rows.map((row) => byId.get(row.id)!);

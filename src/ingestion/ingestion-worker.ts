@@ -4,8 +4,8 @@ import { IngestionError, ingestDocuments, type IngestionRuntime } from './ingest
 import { ABANDONED_ON_LAST_ATTEMPT, type Job, type JobQueue } from './job-queue.js';
 
 const IDLE_POLL_MS = 1000;
-/** A quarter of the job lease (job-queue.ts), so a live worker never loses its jobs to a late beat. */
-const HEARTBEAT_MS = 15_000;
+/** Beats per job lease (job-queue.ts), so a live worker never loses its jobs to a late beat. */
+const HEARTBEATS_PER_LEASE = 4;
 /**
  * Jobs claimed at once. Their writes go out as one set of bulk statements, which is what lets the
  * embedded database (~1 ms a statement) ingest hundreds of documents a second.
@@ -20,7 +20,12 @@ const CLAIM_BATCH = 64;
 export class IngestionWorker {
   private running = false;
   private readonly loops: Promise<void>[] = [];
-  private readonly active = new Set<string>();
+  /**
+   * Every job this process has claimed and not yet finished, including those of a claim's other
+   * collections still waiting for the current one: their leases lapsed while a large document
+   * ran, and this process's own sweep took them over and ingested them a second time.
+   */
+  private readonly held = new Set<string>();
   private readonly sleepers = new Set<() => void>();
   private heartbeat: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
@@ -39,9 +44,9 @@ export class IngestionWorker {
     this.running = true;
     this.unsubscribe = this.queue.onNotify(() => this.wakeAll());
     this.heartbeat = setInterval(() => {
-      void this.queue.heartbeat([...this.active]).catch((error: unknown) => this.logger.warn({ err: error }, 'job heartbeat failed'));
+      void this.queue.heartbeat([...this.held]).catch((error: unknown) => this.logger.warn({ err: error }, 'job heartbeat failed'));
       if (!options.requeueAllRunning) void this.takeOverAbandoned(false).catch(() => undefined);
-    }, HEARTBEAT_MS);
+    }, this.queue.leaseMs / HEARTBEATS_PER_LEASE);
     this.heartbeat.unref();
     for (let index = 0; index < this.concurrency; index++) this.loops.push(this.loop());
   }
@@ -84,6 +89,7 @@ export class IngestionWorker {
         await this.idle();
         continue;
       }
+      for (const job of jobs) this.held.add(job.id);
       const byCollection = new Map<string, Job[]>();
       for (const job of jobs) {
         const key = job.collection_id ?? '';
@@ -94,7 +100,6 @@ export class IngestionWorker {
   }
 
   private async run(collectionId: string, jobs: Job[]): Promise<void> {
-    for (const job of jobs) this.active.add(job.id);
     const jobByDocument = new Map(jobs.filter((job) => job.document_id).map((job) => [job.document_id!, job]));
     try {
       const outcomes = await ingestDocuments(this.runtime, collectionId, [...jobByDocument.keys()]);
@@ -105,7 +110,7 @@ export class IngestionWorker {
       const failure = error instanceof IngestionError ? error : new IngestionError('processing', error instanceof Error ? error.message : String(error), true);
       for (const job of jobs) await this.recordFailure(job, failure);
     } finally {
-      for (const job of jobs) this.active.delete(job.id);
+      for (const job of jobs) this.held.delete(job.id);
     }
   }
 

@@ -13,7 +13,7 @@ export interface Job {
   max_attempts: number;
 }
 
-/** How long a claimed job may go without a heartbeat before another worker may take it over. */
+/** How long a claimed job may go without a heartbeat before another worker may take it over (JOB_LEASE_S). */
 export const JOB_LEASE_MS = 60_000;
 
 export const ABANDONED_ON_LAST_ATTEMPT =
@@ -32,7 +32,7 @@ export interface AbandonedJobs {
 export class JobQueue {
   private readonly listeners = new Set<() => void>();
 
-  constructor(private readonly sql: SqlRunner, readonly workerId: string) {}
+  constructor(private readonly sql: SqlRunner, readonly workerId: string, readonly leaseMs = JOB_LEASE_MS) {}
 
   /** Wakes idle workers after a commit that enqueued work. */
   notify(): void {
@@ -98,7 +98,7 @@ export class JobQueue {
          abandoned = abandoned + 1, locked_by = null, updated_at = now()
        where status = 'running'${all ? '' : " and locked_at < now() - (? || ' milliseconds')::interval"}
        returning id, kind, collection_id, document_id, payload, attempts, max_attempts, status`,
-      all ? [ABANDONED_ON_LAST_ATTEMPT] : [ABANDONED_ON_LAST_ATTEMPT, String(JOB_LEASE_MS)],
+      all ? [ABANDONED_ON_LAST_ATTEMPT] : [ABANDONED_ON_LAST_ATTEMPT, String(this.leaseMs)],
     );
     return { requeued: rows.filter((row) => row.status === 'queued').length, failed: rows.filter((row) => row.status === 'failed') };
   }

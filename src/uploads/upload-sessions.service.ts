@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { writeIntoCollection } from '../collections/deleted-meanwhile.js';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { admittedEntry, batchStatus, discardBatch, findBatch, newBatchId, openBatch, recordBatchFiles } from '../documents/batches.service.js';
 import { admitFiles, serializeAdmitted, type IntakeRuntime, type OnDuplicate } from '../documents/document-intake.js';
@@ -43,11 +44,11 @@ const iso = (value: string | Date | null) => (value === null ? null : new Date(v
 export async function createSession(sql: SqlRunner, collection: CollectionRecord, input: { metadata: Record<string, unknown>; onDuplicate: OnDuplicate }): Promise<SessionRow> {
   // Checked now so that a session cannot be filled only to be refused at completion.
   checkMetadata(collection, input.metadata);
-  const [row] = await sql<SessionRow>(
+  const [row] = await writeIntoCollection(collection, () => sql<SessionRow>(
     `insert into upload_sessions (id, collection_id, status, metadata, on_duplicate, batch_id, created_at, updated_at)
      values (?, ?, 'open', ?::jsonb, ?, null, now(), now()) returning *`,
     [randomUUID(), collection.id, JSON.stringify(input.metadata), input.onDuplicate],
-  );
+  ));
   return row!;
 }
 
@@ -112,7 +113,7 @@ export async function completeSession(runtime: IntakeRuntime, collection: Collec
   const batchId = newBatchId();
   let admitted;
   try {
-    await openBatch(runtime.sql, collection.id, batchId, 'session');
+    await openBatch(runtime.sql, collection, batchId, 'session');
     admitted = await admitFiles(runtime, collection, files.map((file) => ({
       filename: file.filename, contentType: file.content_type,
       upload: { storageKey: file.storage_key, content: null, sizeBytes: Number(file.size_bytes), sha256: file.sha256 },
