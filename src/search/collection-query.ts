@@ -113,8 +113,9 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   }
 
   const key = cacheKey(collection, input);
+  const cacheTtl = await runtime.cacheTtlSeconds();
   if (!input.skip_cache) {
-    const cached = runtime.cache.get(key);
+    const cached = runtime.cache.get(key, cacheTtl);
     if (cached) {
       const total = performance.now() - started;
       runtime.events.record({ collectionId: collection.id, query: input.query, searchMode: mode, resultCount: cached.total, latencyMs: total, cached: true, at: new Date() });
@@ -185,7 +186,7 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   if (input.multimodal) await attachMultimodalElements(runtime.sql, collection, results);
   timings.total_ms = round(performance.now() - started);
   const response: QueryResponse = { results, query: input.query, collection: collection.name, search_mode: mode, total: results.length, timings };
-  runtime.cache.set(key, response, await runtime.cacheTtlSeconds());
+  runtime.cache.set(key, response, cacheTtl);
   runtime.events.record({ collectionId: collection.id, query: input.query, searchMode: mode, resultCount: results.length, latencyMs: timings.total_ms, cached: false, at: new Date() });
   return response;
 }

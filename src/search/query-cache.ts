@@ -33,7 +33,7 @@ export function estimatedBytes(value: unknown): number {
  * an entry count alone would let the cache grow to gigabytes.
  */
 export class QueryCache<V> {
-  private readonly entries = new Map<string, { value: V; expiresAt: number; bytes: number }>();
+  private readonly entries = new Map<string, { value: V; storedAt: number; expiresAt: number; bytes: number }>();
   private bytes = 0;
   private readonly maxEntries: number;
   private readonly maxBytes: number;
@@ -45,10 +45,16 @@ export class QueryCache<V> {
     this.sizeOf = limits.sizeOf ?? estimatedBytes;
   }
 
-  get(key: string): V | undefined {
+  /**
+   * The answer stored under `key`, unless it expired or is older than `ttlSeconds`, the TTL in
+   * force now: an entry keeps the TTL it was stored with, and lowering the setting (or 0, off)
+   * must apply to answers already kept, which were otherwise served for the old TTL.
+   */
+  get(key: string, ttlSeconds: number): V | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
-    if (entry.expiresAt <= Date.now()) {
+    const now = Date.now();
+    if (entry.expiresAt <= now || now - entry.storedAt >= ttlSeconds * 1000) {
       this.remove(key);
       return undefined;
     }
@@ -64,7 +70,8 @@ export class QueryCache<V> {
     const bytes = this.sizeOf(value);
     // An answer larger than the whole cache would only evict everything else.
     if (bytes > this.maxBytes) return;
-    this.entries.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000, bytes });
+    const now = Date.now();
+    this.entries.set(key, { value, storedAt: now, expiresAt: now + ttlSeconds * 1000, bytes });
     this.bytes += bytes;
     while (this.entries.size > this.maxEntries || this.bytes > this.maxBytes) {
       const oldest = this.entries.keys().next().value;

@@ -9,21 +9,37 @@ t.test('the cache is bounded by estimated bytes as well as entries, oldest use f
   const cache = new QueryCache<{ bytes: number }>({ maxEntries: 3, maxBytes: 100, sizeOf: (value) => value.bytes });
   cache.set('a', sized(40), 60);
   cache.set('b', sized(40), 60);
-  t.ok(cache.get('a'), 'a is used again, so b is now the oldest');
+  t.ok(cache.get('a', 60), 'a is used again, so b is now the oldest');
   cache.set('c', sized(40), 60);
-  t.notOk(cache.get('b'), '120 bytes > 100: the least recently used entry went');
-  t.ok(cache.get('a'));
-  t.ok(cache.get('c'));
+  t.notOk(cache.get('b', 60), '120 bytes > 100: the least recently used entry went');
+  t.ok(cache.get('a', 60));
+  t.ok(cache.get('c', 60));
   t.same(cache.usage, { entries: 2, bytes: 80 });
   cache.set('huge', sized(101), 60);
-  t.notOk(cache.get('huge'), 'an answer larger than the cache is not kept');
+  t.notOk(cache.get('huge', 60), 'an answer larger than the cache is not kept');
   t.same(cache.usage, { entries: 2, bytes: 80 }, 'and evicts nothing');
   cache.set('a', sized(10), 60);
   t.same(cache.usage, { entries: 2, bytes: 50 }, 'replacing an entry replaces its bytes');
   for (const key of ['d', 'e']) cache.set(key, sized(1), 60);
   t.same(cache.usage, { entries: 3, bytes: 12 }, 'at most maxEntries answers');
   cache.set('expired', sized(1), 0);
-  t.notOk(cache.get('expired'), 'a TTL of 0 keeps nothing');
+  t.notOk(cache.get('expired', 60), 'a TTL of 0 keeps nothing');
+  cache.set('kept', sized(1), 60);
+  t.ok(cache.get('kept', 60));
+  t.notOk(cache.get('kept', 0), 'the TTL in force now applies to answers stored with a longer one');
+});
+
+t.test('query_cache_ttl_s lowered to 0 takes effect at once, for answers already cached too', async (t) => {
+  const { app, admin, cookie } = await adminTestApp(t, 'pglite');
+  await createTestCollection(app, admin, { name: 'ttl', dimension: 4 });
+  t.equal((await app.inject({ method: 'POST', url: '/v1/collections/ttl/vectors/upsert', headers: admin, payload: { vectors: [{ id: 'v', embedding: [1, 0, 0, 0], text: 'walrus tusks' }] } })).statusCode, 200);
+  const cached = async () => (await app.inject({ method: 'POST', url: '/v1/collections/ttl/query', headers: admin, payload: { query: 'walrus', search_mode: 'keyword' } })).json().timings.cached === true;
+  t.notOk(await cached(), 'computed');
+  t.ok(await cached(), 'then from the cache (the default TTL, 60 s)');
+  const patched = await app.inject({ method: 'PATCH', url: '/v1/admin/settings', headers: { cookie }, payload: { values: { query_cache_ttl_s: 0 } } });
+  t.equal(patched.statusCode, 200, patched.body);
+  t.notOk(await cached(), 'not from the cache once the TTL is 0');
+  t.notOk(await cached(), 'and not kept either');
 });
 
 t.test('QUERY_CACHE_MAX_MB: megabytes, 64 by default', async (t) => {
