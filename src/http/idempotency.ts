@@ -28,8 +28,11 @@ const ABANDONED_AFTER_MS = 10 * 60_000;
 
 function requestFingerprint(request: FastifyRequest): string {
   const path = request.url.split('?')[0] ?? request.url;
-  // Multipart bodies are streamed to the handler, so they are fingerprinted by type and length.
-  const body = (request.headers['content-type'] ?? '').startsWith('multipart/') ? `${request.headers['content-type']}:${request.headers['content-length']}` : JSON.stringify(request.body ?? null);
+  // Multipart bodies are streamed to the handler, so they are fingerprinted by type and length. Not
+  // by boundary: clients draw one per request, so a retry of the same upload has another (of the
+  // same length), and was refused as a different request (422).
+  const contentType = request.headers['content-type'] ?? '';
+  const body = contentType.startsWith('multipart/') ? `${contentType.split(';')[0]}:${request.headers['content-length']}` : JSON.stringify(request.body ?? null);
   return sha256Hex(`${request.method}\n${path}\n${body}`);
 }
 

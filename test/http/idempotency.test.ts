@@ -1,7 +1,7 @@
 import t from 'tap';
 import { API_KEY_DISPLAY_PREFIX_LENGTH } from '../../src/auth/api-keys.service.js';
 import {
-  adminTestApp, testBackends,
+  adminTestApp, createTestCollection, multipartUpload, testBackends,
 } from '../support/test-app.js';
 
 for (const backend of testBackends()) {
@@ -160,6 +160,24 @@ for (const backend of testBackends()) {
       t.notOk(records.includes(rotatedKey), 'no record holds the rotated plaintext');
       t.notOk(records.includes(created.key.slice(API_KEY_DISPLAY_PREFIX_LENGTH)), 'nor its secret part');
       t.notOk(records.includes(rotatedKey.slice(API_KEY_DISPLAY_PREFIX_LENGTH)), 'nor the rotated secret part');
+    });
+
+    await t.test('a retried upload is replayed although its client drew a new multipart boundary', async (t) => {
+      await createTestCollection(app, { cookie }, { name: 'retried' });
+      const upload = (key: string, content: string) => {
+        // A new boundary each time, as HTTP clients draw one per request (same length, as theirs).
+        const body = multipartUpload([{ filename: 'retry.txt', content, contentType: 'text/plain' }]);
+        return app.inject({ method: 'POST', url: '/v1/collections/retried/documents', headers: { cookie, 'idempotency-key': key, ...body.headers }, payload: body.payload });
+      };
+      const first = await upload('upload-1', 'A file sent twice.');
+      t.equal(first.statusCode, 202);
+      const again = await upload('upload-1', 'A file sent twice.');
+      t.equal(again.statusCode, 202);
+      t.equal(again.headers['idempotent-replayed'], 'true', 'replayed');
+      t.equal(again.json().id, first.json().id, 'the same document');
+      t.equal((await app.inject({ url: '/v1/collections/retried/documents', headers: { cookie } })).json().total, 1, 'one document');
+      const other = await upload('upload-1', 'Another file, longer than the first.');
+      t.equal(other.statusCode, 422, 'a body of another length with the same key is still another request');
     });
 
     await t.test('keys are scoped per caller', async (t) => {
