@@ -11,6 +11,11 @@ const HEARTBEATS_PER_LEASE = 4;
  * embedded database (~1 ms a statement) ingest hundreds of documents a second.
  */
 const CLAIM_BATCH = 64;
+/**
+ * How long a stop waits for the documents in progress before handing their jobs back: less than
+ * the 25 s after which the process exits anyway (main.ts), leaving time to close the rest.
+ */
+const STOP_WAIT_MS = 15_000;
 
 /**
  * In-process workers that claim ingestion jobs from the durable queue. `concurrency` loops run at
@@ -95,7 +100,11 @@ export class IngestionWorker {
         const key = job.collection_id ?? '';
         byCollection.set(key, [...(byCollection.get(key) ?? []), job]);
       }
-      for (const [collectionId, group] of byCollection) await this.run(collectionId, group);
+      for (const [collectionId, group] of byCollection) {
+        // Stopping: the claim's collections not started yet go back to the queue at once.
+        if (!this.running) await this.handBack(group);
+        else await this.run(collectionId, group);
+      }
     }
   }
 
@@ -132,13 +141,30 @@ export class IngestionWorker {
     ).catch((updateError: unknown) => this.logger.error({ err: updateError }, 'could not record the failure'));
   }
 
-  /** Stops claiming work and waits for the documents in progress to finish. */
-  async stop(): Promise<void> {
+  private async handBack(jobs: Job[]): Promise<void> {
+    await this.queue.release(jobs.map((job) => job.id)).catch((error: unknown) => this.logger.warn({ err: error }, 'could not hand ingestion jobs back'));
+    for (const job of jobs) this.held.delete(job.id);
+  }
+
+  /**
+   * Stops claiming work and waits up to `waitMs` for the documents in progress; jobs still held
+   * then are handed back to the queue (another replica, or the next start, takes them up without
+   * counting the attempt). The work in progress is left to the process's exit.
+   */
+  async stop(waitMs = STOP_WAIT_MS): Promise<void> {
     this.running = false;
     this.wakeAll();
     this.unsubscribe?.();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), waitMs); });
+    const outcome = await Promise.race([Promise.all(this.loops).then(() => 'finished' as const), late]);
+    clearTimeout(timer);
     if (this.heartbeat) clearInterval(this.heartbeat);
-    await Promise.all(this.loops);
+    if (outcome === 'late' && this.held.size > 0) {
+      this.logger.warn({ jobs: this.held.size }, 'ingestion still in progress at shutdown: its jobs are handed back to the queue');
+      await this.queue.release([...this.held]).catch((error: unknown) => this.logger.warn({ err: error }, 'could not hand ingestion jobs back'));
+      this.held.clear();
+    }
     this.loops.length = 0;
   }
 }
