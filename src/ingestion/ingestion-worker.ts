@@ -102,7 +102,7 @@ export class IngestionWorker {
       }
       for (const [collectionId, group] of byCollection) {
         // Stopping: the claim's collections not started yet go back to the queue at once.
-        if (!this.running) await this.handBack(group);
+        if (!this.running) await this.handBack(group.map((job) => job.id));
         else await this.run(collectionId, group);
       }
     }
@@ -141,9 +141,9 @@ export class IngestionWorker {
     ).catch((updateError: unknown) => this.logger.error({ err: updateError }, 'could not record the failure'));
   }
 
-  private async handBack(jobs: Job[]): Promise<void> {
-    await this.queue.release(jobs.map((job) => job.id)).catch((error: unknown) => this.logger.warn({ err: error }, 'could not hand ingestion jobs back'));
-    for (const job of jobs) this.held.delete(job.id);
+  private async handBack(jobIds: string[]): Promise<void> {
+    await this.queue.release(jobIds).catch((error: unknown) => this.logger.warn({ err: error }, 'could not hand ingestion jobs back'));
+    for (const id of jobIds) this.held.delete(id);
   }
 
   /**
@@ -162,8 +162,7 @@ export class IngestionWorker {
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (outcome === 'late' && this.held.size > 0) {
       this.logger.warn({ jobs: this.held.size }, 'ingestion still in progress at shutdown: its jobs are handed back to the queue');
-      await this.queue.release([...this.held]).catch((error: unknown) => this.logger.warn({ err: error }, 'could not hand ingestion jobs back'));
-      this.held.clear();
+      await this.handBack([...this.held]);
     }
     this.loops.length = 0;
   }
