@@ -84,14 +84,19 @@ export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files
     [JSON.stringify(rows), session.id],
   );
   // Completed or cancelled while the files were streaming in.
-  if (inserted.length === 0 && rows.length > 0) throw wrongState(await currentState(sql, session), 'take files');
+  if (inserted.length === 0 && rows.length > 0) throw await noLongerOpen(sql, session, 'take files');
   const [updated] = await sql<SessionRow>('update upload_sessions set updated_at = now() where id = ? returning *', [session.id]);
   return updated ?? session;
 }
 
-async function currentState(sql: SqlRunner, session: SessionRow): Promise<SessionRow> {
+/**
+ * Why a write conditioned on the session being open changed nothing: it was completed or cancelled
+ * meanwhile (409), or it is gone, deleted with its collection (404; it was a 409 saying the
+ * session "is open").
+ */
+async function noLongerOpen(sql: SqlRunner, session: SessionRow, action: string): Promise<ConflictError | NotFoundError> {
   const [row] = await sql<SessionRow>('select * from upload_sessions where id = ?', [session.id]);
-  return row ?? session;
+  return row ? wrongState(row, action) : new NotFoundError(`Upload session ${session.id} not found: it was deleted with its collection while this request was handled`);
 }
 
 async function sessionFiles(sql: SqlRunner, sessionId: string): Promise<SessionFileRow[]> {
@@ -109,7 +114,7 @@ export async function completeSession(runtime: IntakeRuntime, collection: Collec
   const [claimed] = await runtime.sql<SessionRow>(
     `update upload_sessions set status = 'completing', updated_at = now() where id = ? and status = 'open' returning *`, [session.id],
   );
-  if (!claimed) throw wrongState(await currentState(runtime.sql, session), 'be completed');
+  if (!claimed) throw await noLongerOpen(runtime.sql, session, 'be completed');
   const batchId = newBatchId();
   let admitted;
   try {
@@ -135,7 +140,7 @@ export async function completeSession(runtime: IntakeRuntime, collection: Collec
 /** Cancels an open session and removes its stored files; the session stays readable as `cancelled`. */
 export async function cancelSession(sql: SqlRunner, files: { remove(key: string): Promise<void> }, session: SessionRow): Promise<void> {
   const [cancelled] = await sql<SessionRow>(`update upload_sessions set status = 'cancelled', updated_at = now() where id = ? and status = 'open' returning *`, [session.id]);
-  if (!cancelled) throw wrongState(await currentState(sql, session), 'be cancelled');
+  if (!cancelled) throw await noLongerOpen(sql, session, 'be cancelled');
   const stored = await sql<{ storage_key: string }>('delete from upload_session_files where session_id = ? returning storage_key', [session.id]);
   for (const file of stored) await files.remove(file.storage_key);
 }

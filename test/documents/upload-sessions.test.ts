@@ -170,5 +170,25 @@ for (const backend of testBackends()) {
       await waitForIngestion(app, 'sessions', admin);
       t.equal((await app.inject({ url: '/v1/collections/sessions/documents', headers: admin })).json().total, 4);
     });
+
+    await t.test('the collection deleted (by another replica) while files stream in: 404, not "the session is open"', async (t) => {
+      const doomed = await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'doomed-sessions' } });
+      t.equal(doomed.statusCode, 201);
+      const session = (await app.inject({ method: 'POST', url: '/v1/collections/doomed-sessions/uploads', headers: admin })).json();
+      const { files } = ctx.services;
+      const write = files.write;
+      files.write = async (key, source) => {
+        await write.call(files, key, source);
+        // Another replica's delete: straight to the database, this process is not told of it.
+        await ctx.services.sql('delete from collections where id = ?', [doomed.json().id]);
+      };
+      t.teardown(() => { files.write = write; });
+      const body = multipartUpload([{ filename: 'late.txt', content: paragraph('Voles'), contentType: 'text/plain' }]);
+      const response = await app.inject({ method: 'PUT', url: `/v1/collections/doomed-sessions/uploads/${session.id}/files`, headers: { ...admin, ...body.headers }, payload: body.payload });
+      files.write = write;
+      assertError(t, response, 404, new RegExp(`^Upload session ${session.id} not found: it was deleted with its collection`), 'files');
+      const [left] = await ctx.services.sql<{ count: string | number }>('select count(*) as count from upload_session_files where session_id = ?', [session.id]);
+      t.equal(Number(left!.count), 0, 'no file row');
+    });
   });
 }
