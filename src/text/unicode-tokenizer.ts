@@ -1,12 +1,14 @@
 /**
  * Tokens of text that holds non-ASCII characters: runs of letters and digits of any script,
- * folded by search-folding.ts, with Chinese and Japanese runs cut into overlapping character
- * bigrams.
+ * folded by search-folding.ts, with runs of scripts written without spaces cut into overlapping
+ * character bigrams.
  *
- * Why bigrams: Chinese and Japanese write words without spaces, so a run of ideographs and kana
- * is a whole phrase; a query word would never equal it. Lucene's CJKAnalyzer indexes such runs
+ * Why bigrams: Chinese, Japanese, Thai, Lao, Khmer and Myanmar write words without spaces, so a
+ * run is a whole phrase; a query word would never equal it. Lucene's CJKAnalyzer indexes such runs
  * as overlapping bigrams ("東京都" → "東京", "京都"), which matches any word of two or more
- * characters without a dictionary; a lone character is its own token.
+ * characters without a dictionary; a lone character is its own token. For the Southeast Asian
+ * scripts, whose vowels and tones are combining marks, bigrams are of code points: coarser than a
+ * dictionary's words, but a word still matches itself wherever it stands.
  *
  * Pure-ASCII text never comes here (english-analyzer.ts has a faster loop for it), but on such
  * text this tokenizer gives the same tokens: ASCII letters and digits are exactly the ASCII
@@ -21,14 +23,14 @@ import { foldForSearch } from './search-folding.js';
 const letterOrDigitRun = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu; // only used through matchAll, which copies it
 
 /**
- * Han, Hiragana and Katakana by script extension, so the marks kana words are written with
+ * Scripts written without spaces, by script extension, so the marks kana words are written with
  * (the long-vowel mark "ー", the iteration mark "々") stay inside the run. Punctuation of these
  * scripts ("。", "・") never reaches this test: it is no letter, so letterOrDigitRun drops it.
  */
-const chineseOrJapaneseRun = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]+/gu;
+const unspacedScriptRun = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=Myanmar}]+/gu;
 
-/** Below U+2E80 (CJK Radicals Supplement) there is no Han, Hiragana or Katakana character. */
-const firstChineseOrJapaneseCodeUnit = 0x2e80;
+/** Below U+0E00 (the Thai block) there is no character of those scripts. */
+const firstUnspacedScriptCodeUnit = 0x0e00;
 
 export function isAscii(text: string): boolean {
   for (let index = 0; index < text.length; index++) {
@@ -37,9 +39,9 @@ export function isAscii(text: string): boolean {
   return true;
 }
 
-function mayHoldChineseOrJapanese(text: string): boolean {
+function mayHoldUnspacedScript(text: string): boolean {
   for (let index = 0; index < text.length; index++) {
-    if (text.charCodeAt(index) >= firstChineseOrJapaneseCodeUnit) return true;
+    if (text.charCodeAt(index) >= firstUnspacedScriptCodeUnit) return true;
   }
   return false;
 }
@@ -54,14 +56,14 @@ function pushCharacterBigrams(run: string, tokens: string[]): void {
   for (let index = 0; index + 1 < characters.length; index++) tokens.push(characters[index] + characters[index + 1]);
 }
 
-/** Splits a folded run where Chinese or Japanese meets another script ("東京2020" → "東京", "2020"). */
+/** Splits a folded run where an unspaced script meets another ("東京2020" → "東京", "2020"). */
 function pushScriptPieces(run: string, tokens: string[]): void {
-  if (!mayHoldChineseOrJapanese(run)) {
+  if (!mayHoldUnspacedScript(run)) {
     tokens.push(run);
     return;
   }
   let end = 0;
-  for (const match of run.matchAll(chineseOrJapaneseRun)) {
+  for (const match of run.matchAll(unspacedScriptRun)) {
     if (match.index > end) tokens.push(run.slice(end, match.index));
     pushCharacterBigrams(match[0], tokens);
     end = match.index + match[0].length;

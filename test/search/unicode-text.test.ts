@@ -16,6 +16,7 @@ const documents: Record<string, string> = {
   'cat-ru.txt': 'Кошка спит на тёплом подоконнике весь день.',
   'tokyo-ja.txt': '東京都は日本の首都で、人口が最も多い都市です。',
   'beijing-zh.txt': '北京是中华人民共和国的首都，也是政治和文化中心。',
+  'bangkok-th.txt': 'กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย',
   'heat-en.txt': 'Heat transfer in a laminar boundary layer over a heated flat plate.',
   // One Gothic word of 200 letters outside the basic plane (400 UTF-16 units), longer than the
   // longest term stored: cut inside a surrogate pair, it must still be written and find itself.
@@ -69,6 +70,7 @@ for (const backend of testBackends()) {
       t.same(await keywordMatches('столица России'), ['moscow-ru.txt']);
       t.same(await keywordMatches('東京'), ['tokyo-ja.txt'], '東京 inside 東京都');
       t.same((await keywordMatches('首都')).sort(), ['beijing-zh.txt', 'tokyo-ja.txt'], '"capital" in Chinese and in Japanese');
+      t.same(await keywordMatches('ประเทศไทย'), ['bangkok-th.txt'], '"Thailand" inside a Thai sentence written without spaces');
     });
 
     await t.test('semantic: a query without content words scores well below 1 everywhere', async (t) => {

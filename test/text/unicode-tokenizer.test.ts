@@ -17,6 +17,8 @@ t.test('a Chinese or Japanese run stops where another script starts', async (t) 
   t.same(unicodeTokens('2020年東京オリンピック'), ['2020', '年東', '東京', '京オ', 'オリ', 'リン', 'ンピ', 'ピッ', 'ック']);
   t.same(unicodeTokens('iphone用户'), ['iphone', '用户']);
   t.same(unicodeTokens('한국어 텍스트'), ['한국어', '텍스트'], 'Korean is written with spaces: words, not bigrams');
+  t.same(unicodeTokens('ภาษาไทย'), ['ภา', 'าษ', 'ษา', 'าไ', 'ไท', 'ทย'], 'Thai, written without spaces: code-point bigrams');
+  t.same(unicodeTokens('ខ្មែរ'), ['ខ្', '្ម', 'មែ', 'ែរ'], 'Khmer likewise, its marks included');
 });
 
 t.test('letters and digits of any script make tokens; symbols and punctuation separate them', async (t) => {
