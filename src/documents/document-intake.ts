@@ -3,7 +3,8 @@ import { BadRequestError } from '../errors.js';
 import type { JobQueue } from '../ingestion/job-queue.js';
 import { createDocuments, discardUpload, documentFromRow, serializeDocument, type DocumentRow, type NewDocumentInput } from './documents.service.js';
 import { removalRuntime, removeDocuments, type RemovalRuntime } from './document-removal.js';
-import { checkMetadata } from './metadata-rules.js';
+import { valueAtPath } from '../search/filters/match-filter.js';
+import { checkMetadata, tenantFieldPath } from './metadata-rules.js';
 
 /**
  * What an upload does when a document with the same content (SHA-256) already exists in the
@@ -40,11 +41,18 @@ export interface IntakeOptions {
   batchId: string | null;
 }
 
-async function existingCopies(runtime: IntakeRuntime, collection: CollectionRecord, hashes: string[], tenant: string | null): Promise<DocumentRecord[]> {
+/**
+ * Documents of the same content and tenant. The tenant column holds the value as text, so the
+ * tenant is also compared as JSON: the number 5 and the string "5" are two tenants, and the second
+ * one's upload was answered "duplicate" with the first one's document.
+ */
+async function existingCopies(runtime: IntakeRuntime, collection: CollectionRecord, hashes: string[], metadata: Record<string, unknown>, tenant: string | null): Promise<DocumentRecord[]> {
+  const path = tenantFieldPath(collection);
   const rows = await runtime.sql<DocumentRow>(
     `select * from documents where collection_id = ? and sha256 = any(?::text[]) and tenant is not distinct from ?
+     ${path ? 'and metadata #> ?::text[] = ?::jsonb' : ''}
      order by created_at, id`,
-    [collection.id, [...new Set(hashes)], tenant],
+    [collection.id, [...new Set(hashes)], tenant, ...(path ? [path, JSON.stringify(valueAtPath(metadata, path))] : [])],
   );
   return rows.map(documentFromRow);
 }
@@ -57,7 +65,7 @@ async function existingCopies(runtime: IntakeRuntime, collection: CollectionReco
  */
 export async function admitFiles(runtime: IntakeRuntime, collection: CollectionRecord, files: NewDocumentInput[], options: IntakeOptions): Promise<AdmittedFile[]> {
   const tenant = checkMetadata(collection, options.metadata);
-  const copies = options.onDuplicate === 'keep' ? [] : await existingCopies(runtime, collection, files.map((file) => file.upload.sha256), tenant);
+  const copies = options.onDuplicate === 'keep' ? [] : await existingCopies(runtime, collection, files.map((file) => file.upload.sha256), options.metadata, tenant);
   const survivingCopy = new Map<string, DocumentRecord>();
   if (options.onDuplicate === 'skip') for (const copy of copies) if (copy.status !== 'failed' && !survivingCopy.has(copy.sha256)) survivingCopy.set(copy.sha256, copy);
 

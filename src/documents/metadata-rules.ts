@@ -54,10 +54,16 @@ export function checkMetadata(collection: CollectionRecord, metadata: Record<str
  * filter reads that field (a dotted path into nested metadata, see `metadataFieldPath`).
  * A field with an empty segment, refused at create since, is read as the flat key it once was.
  */
+/** The path of the collection's `tenant_field` in metadata; a legacy field with an empty segment is a flat key. */
+export function tenantFieldPath(collection: CollectionRecord): string[] | null {
+  const field = collection.tenantField;
+  return field ? metadataFieldPath(field) ?? [field] : null;
+}
+
 export function tenantOf(collection: CollectionRecord, metadata: Record<string, unknown>, where = 'metadata'): string | null {
   const field = collection.tenantField;
-  if (!field) return null;
-  const path = metadataFieldPath(field) ?? [field];
+  const path = tenantFieldPath(collection);
+  if (!field || !path) return null;
   const value = valueAtPath(metadata, path);
   if (typeof value === 'string' && value !== '') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);

@@ -21,5 +21,9 @@ export function openAiEmbeddingsProtocol(model: string, limits: BatchLimits, dim
 export const parseOpenAiStyleEmbeddings: EmbeddingProtocol['parse'] = (response) => {
   const items = listAt(response, 'data').map((item, position) => ({ index: Number(at(item, 'index') ?? position), embedding: at(item, 'embedding') }));
   items.sort((a, b) => a.index - b.index);
+  // Each text's vector is found by its index: a duplicate or missing one would put vectors on the
+  // wrong chunks (and in the embedding cache, for every collection).
+  const misplaced = items.findIndex((item, position) => item.index !== position);
+  if (misplaced >= 0) throw new Error(`"data" indexes must be 0 to ${items.length - 1}, one each; found ${items[misplaced]!.index} at position ${misplaced}`);
   return { vectors: items.map((item) => item.embedding), tokens: tokenCount(at(response, 'usage', 'prompt_tokens') ?? at(response, 'usage', 'total_tokens')) };
 };

@@ -128,16 +128,20 @@ export class IngestionWorker {
     const detail = `${failure.stage} failed: ${failure.message}`;
     const outcome = await this.queue.fail(job, detail, !failure.retryable).catch(() => 'failed' as const);
     this.logger.warn({ jobId: job.id, documentId: job.document_id, outcome, error: detail }, 'ingestion failed');
-    if (job.document_id) await this.tellDocument(job.document_id, detail, outcome);
+    if (job.document_id) await this.tellDocument(job.document_id, detail, outcome, failure.stage);
   }
 
-  /** Sets the document failed, or back to pending when its job will run again, with the reason. */
-  private async tellDocument(documentId: string, detail: string, outcome: 'retry' | 'failed'): Promise<void> {
+  /**
+   * Sets the document failed, or back to pending when its job will run again, with the reason and
+   * the stage that failed: progress writes are throttled, so the stage last written may be an
+   * earlier one (a failed embedding still read "parsing").
+   */
+  private async tellDocument(documentId: string, detail: string, outcome: 'retry' | 'failed', stage?: string): Promise<void> {
+    const failed = outcome === 'failed';
+    const progress = `coalesce(progress, '{}'::jsonb) || jsonb_build_object('message', ?::text${stage ? ", 'stage', ?::text" : ''})`;
     await this.sql(
-      outcome === 'failed'
-        ? `update documents set status = 'failed', error = ?, progress = jsonb_set(coalesce(progress, '{}'::jsonb), '{message}', to_jsonb(?::text)), updated_at = now() where id = ?`
-        : `update documents set status = 'pending', error = null, progress = jsonb_set(coalesce(progress, '{}'::jsonb), '{message}', to_jsonb(?::text || ' (will retry)')), updated_at = now() where id = ?`,
-      outcome === 'failed' ? [detail, detail, documentId] : [detail, documentId],
+      `update documents set ${failed ? "status = 'failed', error = ?" : "status = 'pending', error = null"}, progress = ${progress}, updated_at = now() where id = ?`,
+      [...(failed ? [detail] : []), failed ? detail : `${detail} (will retry)`, ...(stage ? [stage] : []), documentId],
     ).catch((updateError: unknown) => this.logger.error({ err: updateError }, 'could not record the failure'));
   }
 

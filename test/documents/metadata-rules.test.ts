@@ -81,5 +81,27 @@ for (const backend of testBackends()) {
         t.notOk((await query(VECTOR_TEXT, mode, { 'org.id': 'globex' })).some((result) => result.id === 'both-keys'), `${mode}: globex does not`);
       }
     });
+
+    await t.test('tenants 5 and "5": the same content is no duplicate across them, and neither sees the other', async (t) => {
+      await createTestCollection(app, admin, { name: 'typed-tenants', tenant_field: 'tenant' });
+      const send = (tenant: unknown) => {
+        const body = multipartUpload([{ filename: 'zebras.txt', content: 'Zebras graze on the savanna at dawn.', contentType: 'text/plain' }], { metadata: JSON.stringify({ tenant }) });
+        return app.inject({ method: 'POST', url: '/v1/collections/typed-tenants/documents', headers: { ...admin, ...body.headers }, payload: body.payload });
+      };
+      const number = await send(5);
+      t.equal(number.statusCode, 202);
+      const text = await send('5');
+      t.equal(text.statusCode, 202, 'a new document, not a duplicate of the other tenant\'s');
+      t.not(text.json().id, number.json().id);
+      t.same(text.json().metadata, { tenant: '5' });
+      const again = await send(5);
+      t.equal(again.statusCode, 200, 'within one tenant the same content still is a duplicate');
+      t.match(again.json(), { id: number.json().id, duplicate: true });
+      await waitForIngestion(app, 'typed-tenants', admin);
+      for (const [tenant, id] of [[5, number.json().id], ['5', text.json().id]] as const) {
+        const response = await app.inject({ method: 'POST', url: '/v1/collections/typed-tenants/query', headers: admin, payload: { query: 'zebras', search_mode: 'keyword', filters: { tenant }, skip_cache: true } });
+        t.same(response.json().results.map((result: { document_id: string }) => result.document_id), [id], `tenant ${JSON.stringify(tenant)} finds its own document alone`);
+      }
+    });
   });
 }

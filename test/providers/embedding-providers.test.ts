@@ -151,6 +151,9 @@ for (const backend of testBackends()) {
       ['malformed JSON', { malformed: true }, /^embedding failed: openai answered with a body that is not JSON$/],
       ['vectors of the wrong length', { dimension: 32 }, /^embedding failed: openai model text-embedding-3-small returned 32-dimensional vectors, but dimension 64 is configured$/],
       ['a 400', { status: 400, body: { error: { message: "'$.input' is invalid. Please check the API reference", type: 'invalid_request_error' } } }, /^embedding failed: openai answered 400: '\$\.input' is invalid/],
+      // Vectors are matched to texts by index: one that names no text sent is refused, not stored on the wrong chunk.
+      ['an index that names no text sent', { status: 200, body: { data: [{ index: 1, embedding: Array.from({ length: 64 }, () => 0.125) }], usage: { prompt_tokens: 3 } } },
+        /^embedding failed: openai answered with an unexpected body: "data" indexes must be 0 to 0, one each; found 1 at position 0$/],
     ];
     for (const [what, fault, message] of failures) {
       await t.test(`${what}: the document fails at once with the reason`, async (t) => {
@@ -159,6 +162,7 @@ for (const backend of testBackends()) {
         const document = await ingestOne();
         t.equal(document.status, 'failed');
         t.match(document.error, message);
+        t.equal(document.progress.stage, 'embedding', 'progress names the stage that failed');
         t.equal(fake.requestsTo('openai').length, 1, 'not retried');
       });
     }
