@@ -29,10 +29,13 @@ function isConsentToken(token: string): boolean {
   return consentShape.test(rest);
 }
 
+/** An inline style that hides the element: readers never see its text (templates, tracking, spam). */
+const hidingStyle = /(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!important\s*)?(?:;|$)/i;
+
 /** True when an element's attributes mark it as chrome: a chrome landmark role, hidden, or a consent banner. */
 export function isBoilerplateElement(attributes: Record<string, string>): boolean {
   if (boilerplateRoles.has((attributes.role ?? '').trim().toLowerCase())) return true;
-  if ('hidden' in attributes || attributes['aria-hidden'] === 'true') return true;
+  if ('hidden' in attributes || attributes['aria-hidden'] === 'true' || hidingStyle.test(attributes.style ?? '')) return true;
   const names = `${attributes.class ?? ''} ${attributes.id ?? ''}`.toLowerCase().split(/\s+/).filter((token) => token.length > 0);
   return names.some(isConsentToken);
 }

@@ -189,4 +189,8 @@ t.test('json and jsonl: records flattened to "path: value" lines', async (t) => 
   t.same((await parse(jsonParserPlugin, 'blank.json', '  \n')).elements, []);
   t.match(await parseFailure(jsonParserPlugin, 'bad.json', '{"a": 1,'), /^JSON: not valid JSON \(/);
   t.match(await parseFailure(jsonParserPlugin, 'bad.jsonl', '{"a":1}\n{"b":\n'), /^JSONL line 2: not valid JSON \(/);
+  t.match(await parseFailure(jsonParserPlugin, 'deep.json', `${'['.repeat(100_000)}${']'.repeat(100_000)}`), /^JSON: values nested more than 128 levels deep are not supported/, 'no stack overflow');
+  t.match(await parseFailure(jsonParserPlugin, 'deep-object.json', `${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`), /^JSON: values nested more than 128 levels deep are not supported \(at a\.a\.a/);
+  const nested = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+  t.equal((await parse(jsonParserPlugin, 'ok.json', nested(128))).elements.length, 1, '128 levels still parse');
 });

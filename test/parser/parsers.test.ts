@@ -199,7 +199,7 @@ t.test('html: title falls back to the first h1; unclosed tags still produce elem
   t.same((await parse(htmlParserPlugin, 'empty.html', '<html><body><script>x()</script></body></html>')).elements, []);
 });
 
-t.test('html: cookie banners, chrome landmarks and hidden elements are dropped; recipe cookies are not', async (t) => {
+t.test('html: cookie banners, chrome landmarks and hidden elements (attribute, aria, inline style) are dropped; recipe cookies are not', async (t) => {
   const page = `<html><body>
 <div id="onetrust-banner-sdk"><p>We use cookies to improve your experience.</p><button>Accept all</button></div>
 <div class="cookie-consent-wrapper"><p>Manage cookie preferences</p></div>
@@ -211,7 +211,9 @@ t.test('html: cookie banners, chrome landmarks and hidden elements are dropped; 
 <main><h1>Oatmeal cookies</h1>
 <div class="cookie-recipe"><p>Mix oats and butter.</p></div>
 <dialog>Subscribe to our newsletter</dialog>
-<p>Bake for twelve minutes.</p></main>
+<p>Bake for twelve minutes.</p>
+<p style="display: none">styled away</p><div style="color: red; visibility : hidden !important">invisible</div>
+<p style="display:block; color: brown">Cool on a rack.</p></main>
 <div class="cc-window">Cookie bar</div>
 </body></html>`;
   const document = await parse(htmlParserPlugin, 'recipe.html', page);
@@ -219,6 +221,7 @@ t.test('html: cookie banners, chrome landmarks and hidden elements are dropped; 
     ['heading', 'Oatmeal cookies', [], 1],
     ['paragraph', 'Mix oats and butter.', ['Oatmeal cookies']],
     ['paragraph', 'Bake for twelve minutes.', ['Oatmeal cookies']],
+    ['paragraph', 'Cool on a rack.', ['Oatmeal cookies']],
   ]);
 });
 

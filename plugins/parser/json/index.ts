@@ -19,17 +19,25 @@ const jsonLinesTypes = new Set(['application/x-ndjson', 'application/jsonl', 'ap
 
 const isPlain = (value: unknown) => value === null || typeof value !== 'object';
 
+/**
+ * Deeper values fail the document with this reason: flattening recurses, and a file of 100,000
+ * nested brackets failed with "Maximum call stack size exceeded". Real data stays far below it,
+ * and each level's path is repeated on every line beneath it.
+ */
+const maxJsonDepth = 128;
+
 /** Appends "path: value" lines for `value` at `path` ('' at the top). */
-function flattenJson(value: unknown, at: string, lines: string[]): void {
+function flattenJson(value: unknown, at: string, lines: string[], depth = 0): void {
   const label = (text: string) => (at ? `${at}: ${text}` : text);
+  if (depth > maxJsonDepth) throw new DocumentParseError('JSON', `values nested more than ${maxJsonDepth} levels deep are not supported (at ${at.slice(0, 80)}...)`);
   if (isPlain(value)) {
     lines.push(label(String(value)));
   } else if (Array.isArray(value)) {
     if (value.every(isPlain)) {
       if (value.length > 0) lines.push(label(value.map(String).join(', ')));
-    } else value.forEach((item, index) => flattenJson(item, `${at}[${index}]`, lines));
+    } else value.forEach((item, index) => flattenJson(item, `${at}[${index}]`, lines, depth + 1));
   } else {
-    for (const [key, item] of Object.entries(value as Record<string, unknown>)) flattenJson(item, at ? `${at}.${key}` : key, lines);
+    for (const [key, item] of Object.entries(value as Record<string, unknown>)) flattenJson(item, at ? `${at}.${key}` : key, lines, depth + 1);
   }
 }
 
