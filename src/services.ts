@@ -101,9 +101,9 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const embeddings = new EmbeddingModels(plugins, secrets, {
     cache: embeddingCache, ledger: embeddingUsage, cacheEnabled: () => settings.get<boolean>('embedding_cache_enabled'), remoteCalls, logger: providerLogger,
   });
-  const embeddingPresets = new EmbeddingPresetService(sql, secrets, plugins, embeddings);
-  const rerankers = new RerankerModels(plugins, secrets, { remoteCalls, logger: providerLogger });
   const collections = new CollectionDirectory(db.fork, config.collectionCacheMs);
+  const embeddingPresets = new EmbeddingPresetService(sql, secrets, plugins, embeddings, collections);
+  const rerankers = new RerankerModels(plugins, secrets, { remoteCalls, logger: providerLogger });
   const loadCollection = async (collectionId: string): Promise<CollectionRecord | null> => db.fork().findOne(Collection, { id: collectionId });
 
   const captioner = new ImageCaptioner(plugins, config.captionLlm);

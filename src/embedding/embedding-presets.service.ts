@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { CollectionDirectory } from '../collections/collection-directory.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { ConflictError, NotFoundError, ProviderError } from '../errors.js';
 import type { EmbeddingModels } from '../ingestion/embedding-models.js';
@@ -70,6 +71,7 @@ export class EmbeddingPresetService {
     private readonly secrets: SecretBox,
     private readonly registry: PluginRegistry,
     private readonly models: EmbeddingModels,
+    private readonly collections: CollectionDirectory,
   ) {}
 
   async list(limit: number, offset: number): Promise<{ data: EmbeddingPresetRecord[]; total: number }> {
@@ -128,9 +130,20 @@ export class EmbeddingPresetService {
     return fromRow(rows[0]);
   }
 
+  /**
+   * Collections made from the preset keep working: they copied its settings and key when created.
+   * Their reference to it is cleared, since it would name a preset that no longer exists.
+   */
   async delete(id: string): Promise<void> {
-    const rows = await this.sql('delete from embedding_presets where id = ? returning id', [id]);
-    if (rows.length === 0) throw new NotFoundError(`Embedding preset ${id} not found`);
+    const rows = await this.sql<{ id: string | null; collection_id: string | null }>(
+      `with deleted as (delete from embedding_presets where id = ? returning id),
+         cleared as (update collections set embedding_preset_id = null, updated_at = now()
+           where embedding_preset_id in (select id from deleted) returning id)
+       select (select id from deleted) as id, cleared.id as collection_id from (select 1) as one left join cleared on true`,
+      [id],
+    );
+    if (!rows[0]?.id) throw new NotFoundError(`Embedding preset ${id} not found`);
+    for (const row of rows) if (row.collection_id) this.collections.forget(row.collection_id);
   }
 
   private async write(query: string, params: unknown[], name: string): Promise<PresetRow[]> {

@@ -77,6 +77,15 @@ export class SettingsService {
       const error = definition ? settingValueError(definition, value) : `Unknown setting: ${key}`;
       if (error) errors.push(error);
     }
+    if (errors.length === 0 && ('default_chunk_size' in values || 'default_chunk_overlap' in values)) {
+      // As for a collection's own pair (collections.service.ts): new collections would otherwise
+      // be created with another overlap than the one saved.
+      const size = values.default_chunk_size ?? this.resolve('default_chunk_size').value;
+      const overlap = values.default_chunk_overlap ?? this.resolve('default_chunk_overlap').value;
+      if (typeof size === 'number' && typeof overlap === 'number' && overlap >= size) {
+        errors.push(`default_chunk_overlap (${overlap}) must be smaller than default_chunk_size (${size})`);
+      }
+    }
     return errors;
   }
 

@@ -131,8 +131,13 @@ for (const backend of testBackends()) {
       t.notMatch(JSON.stringify(audit), KEY, 'the audit trail holds no key');
     });
 
-    await t.test('delete: 204, then 404; collections made from it keep working', async (t) => {
+    await t.test('delete: 204, then 404; collections made from it keep working and no longer name it', async (t) => {
+      t.match(await api.ok('GET', '/v1/collections/from-preset'), { embedding_preset_id: presetId }, 'looked up (and cached) before');
       await api.ok('DELETE', `${presets}/${presetId}`, undefined, 204);
+      for (const name of ['from-preset', 'from-preset-2', 'own-key']) {
+        t.match(await api.ok('GET', `/v1/collections/${name}`), { embedding_preset_id: null }, `${name}: the reference is cleared`);
+      }
+      t.match(await api.ok('GET', '/v1/collections/from-preset'), { embedding_provider: 'openai', embedding_model: 'text-embedding-3-small', dimension: 64 }, 'its settings kept');
       assertError(t, await api.send('GET', `${presets}/${presetId}`), 404);
       assertError(t, await api.send('DELETE', `${presets}/${presetId}`), 404);
       const answer = await api.query('from-preset', { query: paragraphs(3)[1]!, search_mode: 'semantic', top_k: 1 });

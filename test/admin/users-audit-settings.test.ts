@@ -324,6 +324,8 @@ for (const backend of testBackends()) {
         [{ query_cache_ttl_s: 7 }, 'values missing'],
         [{ values: { query_cache_ttl_s: 7 }, extra: 1 }, 'unknown field'],
         [{ values: [7] }, 'values not an object'],
+        [{ values: { default_chunk_size: 100, default_chunk_overlap: 200 } }, 'a default overlap not smaller than the default size'],
+        [{ values: { default_chunk_overlap: 800 } }, 'an overlap as large as the default size in force (800)'],
       ] as const;
       for (const [payload, what] of bad) {
         response = await admin().patch('/v1/admin/settings', payload);
@@ -332,6 +334,11 @@ for (const backend of testBackends()) {
       }
       t.match(await setting('query_cache_ttl_s'), { value: 5, source: 'database' }, 'nothing was saved');
       t.match(await setting('webhook_timeout_ms'), { value: 10000, source: 'default' }, 'nothing was saved');
+      t.match(await setting('default_chunk_overlap'), { value: 100, source: 'default' }, 'nothing was saved');
+      const overlap = await admin().patch('/v1/admin/settings', { values: { default_chunk_size: 100, default_chunk_overlap: 200 } });
+      t.match(overlap.json().detail, /^default_chunk_overlap \(200\) must be smaller than default_chunk_size \(100\)/, 'the detail names both');
+      response = await admin().post('/v1/admin/settings/test', { values: { default_chunk_overlap: 900 } });
+      t.same(response.json(), { ok: false, errors: ['default_chunk_overlap (900) must be smaller than default_chunk_size (800)'] }, 'test says so too');
 
       response = await admin().post('/v1/admin/settings/test', { values: { query_cache_ttl_s: -1, no_such_setting: 1, session_cookie_secure: true } });
       t.equal(response.statusCode, 200);
