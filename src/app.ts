@@ -20,6 +20,7 @@ import { uploadSessionRoutes } from './uploads/upload-sessions.routes.js';
 import { vectorRoutes } from './vectors/vectors.routes.js';
 import { healthRoutes } from './health/health.routes.js';
 import { authenticate } from './http/authenticate.js';
+import { answerClientError } from './http/client-errors.js';
 import { connectionDrain } from './http/connection-drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
@@ -46,6 +47,7 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
     // Finish in-flight requests on close, answer new ones with 503 meanwhile.
     return503OnClosing: true,
     requestIdHeader: 'x-request-id',
+    clientErrorHandler: answerClientError,
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

@@ -1,0 +1,23 @@
+import http from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * Answers a request Node's HTTP parser refused before Fastify saw it (a body cut off by a
+ * half-closed connection, a request line that is not HTTP, headers too large, a request too slow
+ * to arrive) with the service's error shape, `{detail, code}`: Fastify's own answer was
+ * `{"error", "message": "Client Error", "statusCode"}`, against the contract's "every error
+ * body is {detail}". As Fastify does, nothing is written to a socket already reset.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, detail] = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    ? [408, 'request_timeout', 'The request did not arrive in time']
+    : error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'headers_too_large', 'The request headers are too large']
+      : [400, 'bad_request', `The request is not valid HTTP or ended before its body did (${error.code ?? 'parse error'})`];
+  const body = JSON.stringify({ detail, code });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(error);
+}
