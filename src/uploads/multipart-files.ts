@@ -68,14 +68,20 @@ export interface ReceivedMultipart {
   fields: Record<string, string>;
 }
 
+const maxFilenameLength = 1024;
+
 /**
  * The name a client gave its file, kept only as a label: the last path segment (a client path such
- * as `../../etc/passwd` becomes `passwd`), without control characters, at most 1,024 characters.
+ * as `../../etc/passwd` becomes `passwd`), without control characters, at most 1,024 characters,
+ * cut before its extension so that the extension, which the parser is chosen by, stays.
  * Storage keys are made by the service and never derive from it.
  */
 export function displayFilename(raw: string | undefined): string {
   const base = (raw ?? '').split(/[\\/]/).pop()!.replace(/[\u0000-\u001f\u007f]/g, '').trim();
-  return (base === '.' || base === '..' ? '' : base).slice(0, 1024) || 'upload';
+  const name = base === '.' || base === '..' ? '' : base;
+  if (name.length <= maxFilenameLength) return name || 'upload';
+  const extension = /\.[A-Za-z0-9]{1,16}$/.exec(name)?.[0] ?? '';
+  return name.slice(0, maxFilenameLength - extension.length) + extension;
 }
 
 /**
