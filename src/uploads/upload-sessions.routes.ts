@@ -46,13 +46,18 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
     const session = await findSession(sql, collection, request.params.id);
     // Refused before any byte is stored; a session closed while files stream in is caught on insert.
     assertOpen(session, 'take files');
-    const { outcomes } = await receiveMultipartFiles(request, {
+    const { outcomes, fields } = await receiveMultipartFiles(request, {
       files, parsers: services.parsers, collectionId: collection.id, limitBytes: services.config.uploadLimitBytes,
       refusals: 'throw', inlineMaxBytes: 0, partRule: 'Send the files in multipart parts named "file"',
     });
     const received = outcomes.filter((outcome): outcome is ReceivedFile => !isRefused(outcome));
     let updated;
     try {
+      // A field here was silently ignored: a client sending `metadata` with the files thought it applied.
+      const [field] = Object.keys(fields);
+      if (field !== undefined) {
+        throw new BadRequestError(`Field "${field}" is not taken here: a session's metadata and on_duplicate are set when it is opened (POST .../uploads); this request takes "file" parts only`);
+      }
       if (received.length === 0) throw new BadRequestError('No files in the request: send each in a multipart part named "file"');
       updated = await addSessionFiles(sql, session, received);
     } catch (error) {

@@ -100,6 +100,9 @@ for (const backend of testBackends()) {
       assertError(t, await put(session.id, []), 400, /No files/, 'no files');
       assertError(t, await put(session.id, [{ filename: 'a.txt', content: 'text', field: 'upload' }]), 400, /"file"/, 'another part name');
       assertError(t, await app.inject({ method: 'PUT', url: `${base}/${session.id}/files`, headers: admin, payload: { file: 'x' } }), 415, /multipart/, 'JSON body');
+      const withMetadata = multipartUpload([{ filename: 'tagged.txt', content: paragraph('Otters'), contentType: 'text/plain' }], { metadata: '{"team":"river"}' });
+      assertError(t, await app.inject({ method: 'PUT', url: `${base}/${session.id}/files`, headers: { ...admin, ...withMetadata.headers }, payload: withMetadata.payload }),
+        400, /^Field "metadata" is not taken here: a session's metadata and on_duplicate are set when it is opened/, 'metadata beside the files (it was ignored)');
       await check('malformed requests');
       t.equal((await cancel(session.id)).statusCode, 204);
     });
