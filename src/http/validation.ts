@@ -23,14 +23,27 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
 }
 
 export function describeValidationErrors(errors: ErrorObject[], context: string): string {
-  return errors.map((error) => {
+  // An enumeration (a union of literals) fails once per member and once more as a union: the
+  // detail said "must be equal to constant" four times. Said once, with the values it takes.
+  const literalsAt = new Map<string, unknown[]>();
+  for (const error of errors) {
+    if (error.keyword === 'const') literalsAt.set(error.instancePath, [...(literalsAt.get(error.instancePath) ?? []), (error.params as { allowedValue: unknown }).allowedValue]);
+  }
+  const enumerationsDescribed = new Set<string>();
+  return errors.flatMap((error) => {
     const where = error.instancePath ? `${context}${error.instancePath.replaceAll('/', '.')}` : context;
+    const literals = literalsAt.get(error.instancePath);
+    if (literals && (error.keyword === 'const' || error.keyword === 'anyOf')) {
+      if (enumerationsDescribed.has(error.instancePath)) return [];
+      enumerationsDescribed.add(error.instancePath);
+      return [`${where} must be one of ${literals.map((value) => JSON.stringify(value)).join(', ')}`];
+    }
     if (error.keyword === 'additionalProperties') {
-      return `${where} has unknown field "${(error.params as { additionalProperty: string }).additionalProperty}"`;
+      return [`${where} has unknown field "${(error.params as { additionalProperty: string }).additionalProperty}"`];
     }
     if (error.keyword === 'required') {
-      return `${where} is missing required field "${(error.params as { missingProperty: string }).missingProperty}"`;
+      return [`${where} is missing required field "${(error.params as { missingProperty: string }).missingProperty}"`];
     }
-    return `${where} ${error.message ?? 'is invalid'}`;
+    return [`${where} ${error.message ?? 'is invalid'}`];
   }).join('; ');
 }

@@ -131,7 +131,7 @@ for (const backend of testBackends()) {
       const count = async () => Number((await ctx.services.sql<{ count: string | number }>('select count(*) as count from upload_sessions'))[0]!.count);
       const sessions = await count();
       assertError(t, await app.inject({ method: 'POST', url: base, headers: admin, payload: { metadata: [1] } }), 400, /metadata/, 'metadata not an object');
-      assertError(t, await app.inject({ method: 'POST', url: base, headers: admin, payload: { on_duplicate: 'merge' } }), 400, /on_duplicate/, 'unknown on_duplicate');
+      assertError(t, await app.inject({ method: 'POST', url: base, headers: admin, payload: { on_duplicate: 'merge' } }), 400, /^body\.on_duplicate must be one of "skip", "replace", "keep"$/, 'unknown on_duplicate, said once with the values it takes');
       assertError(t, await app.inject({ method: 'POST', url: base, headers: admin, payload: { files: [] } }), 400, /files/, 'unknown field');
       await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'tenanted', tenant_field: 'org' } });
       assertError(t, await app.inject({ method: 'POST', url: '/v1/collections/tenanted/uploads', headers: admin, payload: {} }), 400, /\borg\b/, 'tenant field missing');
