@@ -128,6 +128,8 @@ export class IngestionWorker {
     const detail = `${failure.stage} failed: ${failure.message}`;
     const outcome = await this.queue.fail(job, detail, !failure.retryable).catch(() => 'failed' as const);
     this.logger.warn({ jobId: job.id, documentId: job.document_id, outcome, error: detail }, 'ingestion failed');
+    // Handed back at a stop (or taken over): the document is another run's now.
+    if (outcome === 'not held') return;
     if (job.document_id) await this.tellDocument(job.document_id, detail, outcome, failure.stage);
   }
 

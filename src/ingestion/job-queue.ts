@@ -68,9 +68,14 @@ export class JobQueue {
     await this.sql(`update jobs set locked_at = now() where id = any(?::uuid[]) and locked_by = ?`, [jobIds, this.workerId]);
   }
 
+  /**
+   * Finishes jobs this process still holds. Only the holder may: a job handed back at a stop, or
+   * taken over after its lease lapsed, belongs to whoever claimed it next, and the run that let it
+   * go must not mark it done (or failed) under them.
+   */
   async complete(jobIds: string[]): Promise<void> {
     if (jobIds.length === 0) return;
-    await this.sql(`update jobs set status = 'done', locked_by = null, updated_at = now() where id = any(?::uuid[])`, [jobIds]);
+    await this.sql(`update jobs set status = 'done', locked_by = null, updated_at = now() where id = any(?::uuid[]) and locked_by = ?`, [jobIds, this.workerId]);
   }
 
   /**
@@ -93,15 +98,20 @@ export class JobQueue {
     );
   }
 
-  /** Records a failure; the job runs again after a backoff unless it is final or out of attempts. */
-  async fail(job: Job, error: string, final: boolean): Promise<'retry' | 'failed'> {
+  /**
+   * Records a failure of a job this process holds; it runs again after a backoff unless it is
+   * final or out of attempts. `not held`: the job was handed back or taken over meanwhile, and
+   * nothing was recorded.
+   */
+  async fail(job: Job, error: string, final: boolean): Promise<'retry' | 'failed' | 'not held'> {
     const outcome = final || job.attempts >= job.max_attempts ? 'failed' : 'retry';
     const backoffSeconds = 2 ** job.attempts;
-    await this.sql(
-      `update jobs set status = ?, last_error = ?, locked_by = null, run_after = now() + (? || ' seconds')::interval, updated_at = now() where id = ?`,
-      [outcome === 'failed' ? 'failed' : 'queued', error, String(backoffSeconds), job.id],
+    const updated = await this.sql(
+      `update jobs set status = ?, last_error = ?, locked_by = null, run_after = now() + (? || ' seconds')::interval, updated_at = now()
+       where id = ? and locked_by = ? returning id`,
+      [outcome === 'failed' ? 'failed' : 'queued', error, String(backoffSeconds), job.id, this.workerId],
     );
-    return outcome;
+    return updated.length > 0 ? outcome : 'not held';
   }
 
   /**

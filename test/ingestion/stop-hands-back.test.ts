@@ -6,6 +6,7 @@
  * as if the process had crashed. The wait is shortened here; the collection ingested first is
  * held in its index write until after the stop, the other waits its turn in the same claim.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
 
@@ -28,10 +29,10 @@ for (const backend of testBackends()) {
     const inIndexWrite = new Promise<void>((resolve) => { entered = resolve; });
     let release!: () => void;
     const gate = new Promise<void>((resolve) => { release = resolve; });
-    let held = false;
+    let heldCollection: string | undefined;
     vectorStore.upsert = async (items) => {
-      if (!held) {
-        held = true;
+      if (!heldCollection) {
+        heldCollection = items[0]!.collectionId;
         entered();
         await gate;
       }
@@ -56,6 +57,15 @@ for (const backend of testBackends()) {
 
     vectorStore.upsert = upsert;
     release();
+    // The run that was held goes on once released (a stopping process exits soon after): it may
+    // write its document, but it no longer holds the job, so it must not finish or fail it.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const [row] = await services.sql<{ statuses: string[] }>('select array_agg(status) as statuses from documents where collection_id = ?', [heldCollection]);
+      if (row!.statuses.every((status) => status === 'ready') || Date.now() > deadline) break;
+      await sleep(50);
+    }
+    t.same((await jobs()).map((job) => job.status), ['queued', 'queued', 'queued'], 'the released run finished its document, not its job');
     await services.start();
     for (const collection of ['slow', 'later']) {
       const documents = await waitForIngestion(app, collection, admin);
