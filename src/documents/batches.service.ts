@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { writeIntoCollection } from '../collections/deleted-meanwhile.js';
+import { writeIntoCollection } from '../collections/write-into-collection.js';
 import type { CollectionRecord, DocumentRecord } from '../db/entities/index.js';
 import { NotFoundError } from '../errors.js';
 import type { SqlRunner } from '../plugins.js';

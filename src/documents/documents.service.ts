@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { writeIntoCollection } from '../collections/deleted-meanwhile.js';
+import { writeIntoCollection } from '../collections/write-into-collection.js';
 import { Document, DOCUMENT_STATUSES, type CollectionRecord, type DocumentRecord, type DocumentStatus } from '../db/entities/index.js';
 import { NotFoundError, PayloadTooLargeError } from '../errors.js';
 import type { JobQueue } from '../ingestion/job-queue.js';

@@ -50,16 +50,26 @@ export function checkMetadata(collection: CollectionRecord, metadata: Record<str
 }
 
 /**
- * The tenant value: what the collection's `tenant_field` names in the metadata, read as a query
- * filter reads that field (a dotted path into nested metadata, see `metadataFieldPath`).
- * A field with an empty segment, refused at create since, is read as the flat key it once was.
+ * The path of the collection's `tenant_field` in metadata, read as a query filter reads that field
+ * (a dotted path into nested metadata, see `metadataFieldPath`). A field with an empty segment,
+ * refused at create since, is read as the flat key it once was.
  */
-/** The path of the collection's `tenant_field` in metadata; a legacy field with an empty segment is a flat key. */
 export function tenantFieldPath(collection: CollectionRecord): string[] | null {
   const field = collection.tenantField;
   return field ? metadataFieldPath(field) ?? [field] : null;
 }
 
+/**
+ * Whether two metadata objects name the same tenant. Tenants are told apart by their JSON value,
+ * as filters tell them apart: the `tenant` columns hold it as text, where the number 5 and the
+ * string "5" are one (duplicate detection and raw-vector ids compare with this).
+ */
+export function sameTenant(collection: CollectionRecord, left: Record<string, unknown>, right: Record<string, unknown>): boolean {
+  const path = tenantFieldPath(collection);
+  return !path || JSON.stringify(valueAtPath(left, path)) === JSON.stringify(valueAtPath(right, path));
+}
+
+/** The tenant value, as text (the `tenant` columns): what the collection's `tenant_field` names in the metadata. */
 export function tenantOf(collection: CollectionRecord, metadata: Record<string, unknown>, where = 'metadata'): string | null {
   const field = collection.tenantField;
   const path = tenantFieldPath(collection);

@@ -135,14 +135,14 @@ export class EmbeddingPresetService {
    * Their reference to it is cleared, since it would name a preset that no longer exists.
    */
   async delete(id: string): Promise<void> {
-    const rows = await this.sql<{ id: string | null; collection_id: string | null }>(
+    const rows = await this.sql<{ collection_id: string | null }>(
       `with deleted as (delete from embedding_presets where id = ? returning id),
          cleared as (update collections set embedding_preset_id = null, updated_at = now()
            where embedding_preset_id in (select id from deleted) returning id)
-       select (select id from deleted) as id, cleared.id as collection_id from (select 1) as one left join cleared on true`,
+       select cleared.id as collection_id from deleted left join cleared on true`,
       [id],
     );
-    if (!rows[0]?.id) throw new NotFoundError(`Embedding preset ${id} not found`);
+    if (rows.length === 0) throw new NotFoundError(`Embedding preset ${id} not found`);
     for (const row of rows) if (row.collection_id) this.collections.forget(row.collection_id);
   }
 

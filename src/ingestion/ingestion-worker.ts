@@ -62,7 +62,7 @@ export class IngestionWorker {
     if (requeued > 0) this.logger.info({ requeued }, 'ingestion jobs left by a stopped process are queued again, to run one at a time');
     for (const job of failed) {
       this.logger.error({ jobId: job.id, documentId: job.document_id, attempts: job.attempts }, 'a stopped process left this ingestion job running on its last attempt: failed');
-      if (job.document_id) await this.tellDocument(job.document_id, `processing failed: ${ABANDONED_ON_LAST_ATTEMPT}`, 'failed');
+      if (job.document_id) await this.tellDocument(job.document_id, `processing failed: ${ABANDONED_ON_LAST_ATTEMPT}`, 'failed', 'processing');
     }
   }
 
@@ -138,12 +138,12 @@ export class IngestionWorker {
    * the stage that failed: progress writes are throttled, so the stage last written may be an
    * earlier one (a failed embedding still read "parsing").
    */
-  private async tellDocument(documentId: string, detail: string, outcome: 'retry' | 'failed', stage?: string): Promise<void> {
+  private async tellDocument(documentId: string, detail: string, outcome: 'retry' | 'failed', stage: string): Promise<void> {
     const failed = outcome === 'failed';
-    const progress = `coalesce(progress, '{}'::jsonb) || jsonb_build_object('message', ?::text${stage ? ", 'stage', ?::text" : ''})`;
     await this.sql(
-      `update documents set ${failed ? "status = 'failed', error = ?" : "status = 'pending', error = null"}, progress = ${progress}, updated_at = now() where id = ?`,
-      [...(failed ? [detail] : []), failed ? detail : `${detail} (will retry)`, ...(stage ? [stage] : []), documentId],
+      `update documents set ${failed ? "status = 'failed', error = ?" : "status = 'pending', error = null"},
+         progress = coalesce(progress, '{}'::jsonb) || jsonb_build_object('message', ?::text, 'stage', ?::text), updated_at = now() where id = ?`,
+      [...(failed ? [detail] : []), failed ? detail : `${detail} (will retry)`, stage, documentId],
     ).catch((updateError: unknown) => this.logger.error({ err: updateError }, 'could not record the failure'));
   }
 

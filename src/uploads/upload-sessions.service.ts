@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { writeIntoCollection } from '../collections/deleted-meanwhile.js';
+import { writeIntoCollection } from '../collections/write-into-collection.js';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { admittedEntry, batchStatus, discardBatch, findBatch, newBatchId, openBatch, recordBatchFiles } from '../documents/batches.service.js';
 import { admitFiles, serializeAdmitted, type IntakeRuntime, type OnDuplicate } from '../documents/document-intake.js';

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { deleteChunksByKey, insertChunks, type StoredChunk } from '../documents/chunk-store.js';
-import { checkMetadata } from '../documents/metadata-rules.js';
+import { checkMetadata, sameTenant, tenantFieldPath } from '../documents/metadata-rules.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
 import type { SqlRunner } from '../plugins.js';
@@ -48,14 +48,14 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
     return { id: vector.id, embedding, text: vector.text ?? '', metadata, tenant };
   });
   const existing = await chunksById(runtime.sql, collection, [...seen]);
-  const tenantById = new Map(prepared.map((vector) => [vector.id, vector.tenant]));
-  refuseTakenIds(collection, existing, tenantById);
+  const metadataById = new Map(prepared.map((vector) => [vector.id, vector.metadata]));
+  refuseTakenIds(collection, existing, metadataById);
   let keys: Array<number | null> = [];
   try {
     keys = await insertChunks(runtime.sql, collection.id, prepared.map((vector) => ({
       id: vector.id, documentId: null, chunkIndex: 0, text: vector.text, metadata: vector.metadata, tenant: vector.tenant,
-    })), { replaceOnlyOwnRawVectors: true });
-    if (keys.includes(null)) await refuseUnwrittenIds(runtime.sql, collection, prepared.filter((_, index) => keys[index] === null).map((vector) => vector.id), tenantById);
+    })), { replaceOnlyOwnRawVectors: { tenantPath: tenantFieldPath(collection) } });
+    if (keys.includes(null)) await refuseUnwrittenIds(runtime.sql, collection, prepared.filter((_, index) => keys[index] === null).map((vector) => vector.id), metadataById);
     await runtime.indexes.keywordIndex.add(collection.id, prepared.map((vector, index) => ({ key: keys[index]!, text: vector.text, metadata: vector.metadata, tenant: vector.tenant })));
     await runtime.indexes.vectorStore.upsert(prepared.map((vector, index) => ({
       key: keys[index]!, collectionId: collection.id, documentId: null, embedding: vector.embedding, metadata: vector.metadata, tenant: vector.tenant,
@@ -77,13 +77,13 @@ async function chunksById(sql: SqlRunner, collection: CollectionRecord, ids: str
 }
 
 /** Refuses ids that name a document's chunk or another tenant's vector (409). */
-function refuseTakenIds(collection: CollectionRecord, rows: StoredChunk[], tenantById: Map<string, string | null>): void {
+function refuseTakenIds(collection: CollectionRecord, rows: StoredChunk[], metadataById: Map<string, Record<string, unknown>>): void {
   // An id of a document's chunk is not a raw vector: replacing it would take the chunk from its document.
   const ofDocument = rows.find((row) => row.document_id !== null);
   if (ofDocument) throw new ConflictError(`id "${ofDocument.id}" names a chunk of a document in collection ${collection.name}; raw vectors cannot replace document chunks`);
   // Ids are unique per collection, not per tenant: replacing another tenant's vector would move it
   // into this tenant's results. The detail does not name the other tenant's value.
-  const ofOtherTenant = rows.find((row) => row.tenant !== tenantById.get(row.id));
+  const ofOtherTenant = rows.find((row) => !sameTenant(collection, row.metadata, metadataById.get(row.id)!));
   if (ofOtherTenant) throw new ConflictError(`id "${ofOtherTenant.id}" names a vector of another tenant in collection ${collection.name}; ids are unique across the tenants of a collection`);
 }
 
@@ -91,8 +91,8 @@ function refuseTakenIds(collection: CollectionRecord, rows: StoredChunk[], tenan
  * Explains ids the write left alone (null keys): their collection was deleted meanwhile, or
  * another request took them after this one checked (insertChunks' replaceOnlyOwnRawVectors).
  */
-async function refuseUnwrittenIds(sql: SqlRunner, collection: CollectionRecord, ids: string[], tenantById: Map<string, string | null>): Promise<never> {
-  refuseTakenIds(collection, await chunksById(sql, collection, ids), tenantById);
+async function refuseUnwrittenIds(sql: SqlRunner, collection: CollectionRecord, ids: string[], metadataById: Map<string, Record<string, unknown>>): Promise<never> {
+  refuseTakenIds(collection, await chunksById(sql, collection, ids), metadataById);
   const [owner] = await sql('select 1 from collections where id = ?', [collection.id]);
   if (!owner) throw new NotFoundError(`Collection ${collection.name} was deleted while its vectors were written`);
   throw new ConflictError(`id "${ids[0]}" was changed by another request while this one was written; send it again`);

@@ -613,6 +613,8 @@ for (const backend of testBackends()) {
       for (const [what, body] of bodies) {
         await refused(t, await request('POST', '/v1/collections/fixture/query', body), 400, `collection query: ${what}`);
       }
+      const mixed = await refused(t, await request('POST', '/v1/collections/fixture/query', { query: QUERY, filters: { role: { $eq: 'target', name: 'x' } } }), 400, 'operator beside a field key');
+      t.match(mixed, /^Filter value of field "role" has the key "name", which is not an operator/, 'the detail names the key');
       const multi: Array<[string, unknown]> = [
         ['collections []', { query: QUERY, collections: [] }],
         ['collections missing', { query: QUERY }],

@@ -265,6 +265,16 @@ for (const backend of testBackends()) {
       t.same(idsOf(await query('raw-tenant-ids', { query: 'revised', search_mode: 'keyword', filters: { tenant: 'globex' } })), ['x1']);
     });
 
+    await t.test('tenants 5 and "5" are two tenants: an id of one is a 409 for the other', async (t) => {
+      await createCollection({ name: 'raw-typed-tenants', dimension: 4, tenant_field: 'tenant' });
+      t.same((await upsert('raw-typed-tenants', { vectors: [{ id: 'n', embedding: SAME, text: 'numeric ledger', metadata: { tenant: 5 } }] })).json(), { upserted: 1 });
+      const text = await upsert('raw-typed-tenants', { vectors: [{ id: 'n', embedding: FAR, text: 'text ledger', metadata: { tenant: '5' } }] });
+      assertError(t, text, 409, /^id "n" names a vector of another tenant in collection raw-typed-tenants/, 'the string "5" over the number 5');
+      const numeric = await query('raw-typed-tenants', { query: 'ledger', search_mode: 'keyword', filters: { tenant: 5 } });
+      t.same(numeric.results.map((result) => [result.id, result.text, result.metadata]), [['n', 'numeric ledger', { tenant: 5 }]], 'the number 5 keeps its vector');
+      t.same(idsOf(await query('raw-typed-tenants', { query: 'ledger', search_mode: 'keyword', filters: { tenant: '5' } })), [], 'the string "5" has none');
+    });
+
     await t.test('two tenants upserting one new id at the same time: one wins, the other gets 409', async (t) => {
       await createCollection({ name: 'raw-tenant-race', dimension: 4, tenant_field: 'tenant' });
       // Both requests read that the id is free before either writes it; only the write can tell.
