@@ -135,7 +135,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const collectionDependencies: CollectionDependencies = {
     directory: collections, secrets, settings,
     resolveEmbedding: (input) => resolveCollectionEmbedding({ registry: plugins, presets: embeddingPresets, secrets }, input),
-    checkReranking: (model, baseUrl) => checkRerankingSettings(plugins, model, baseUrl),
+    checkReranking: (model, baseUrl, hasApiKey) => checkRerankingSettings(plugins, model, baseUrl, hasApiKey),
     prepareIndexes: (collection) => prepareCollectionIndexes(indexes, collection),
     dropIndexes: (collection) => dropCollectionIndexes(indexes, collection),
     forgetModels: (collection) => {

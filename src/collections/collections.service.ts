@@ -25,7 +25,7 @@ export interface CollectionDependencies {
   /** Provider, model, dimension, base URL and key of a new collection: its preset's, or its own fields and the provider's defaults (400 when they cannot work). */
   resolveEmbedding(input: CollectionCreateInput): Promise<CollectionEmbedding>;
   /** Refuses a `reranking_model` this installation cannot run (400 naming the field). */
-  checkReranking(model: string | null, baseUrl: string | null): void;
+  checkReranking(model: string | null, baseUrl: string | null, hasApiKey: boolean): void;
   /** Prepares the search indexes of a new collection. */
   prepareIndexes(collection: CollectionRecord): Promise<void>;
   /** Removes everything the search indexes hold for a collection. */
@@ -93,7 +93,7 @@ export async function createCollection(context: CollectionContext, deps: Collect
   const pin = collectionPin(actor);
   if (pin && pin !== input.name) throw new PinnedKeyError(pin);
   const embedding = await deps.resolveEmbedding(input);
-  deps.checkReranking(input.reranking_model ?? null, input.reranking_base_url ?? null);
+  deps.checkReranking(input.reranking_model ?? null, input.reranking_base_url ?? null, Boolean(input.reranking_api_key));
   const chunkSize = input.chunk_size ?? await deps.settings.get<number>('default_chunk_size');
   const chunkOverlap = input.chunk_overlap ?? Math.min(await deps.settings.get<number>('default_chunk_overlap'), Math.floor(chunkSize / 2));
   if (chunkOverlap >= chunkSize) throw new BadRequestError('chunk_overlap must be smaller than chunk_size');
@@ -164,7 +164,9 @@ export async function updateCollection(context: CollectionContext, deps: Collect
   if (input.reranking_model !== undefined) collection.rerankingModel = input.reranking_model;
   if (input.reranking_base_url !== undefined) collection.rerankingBaseUrl = input.reranking_base_url;
   if (input.reranking_api_key !== undefined) collection.rerankingApiKeySealed = input.reranking_api_key === null ? null : deps.secrets.seal(input.reranking_api_key);
-  deps.checkReranking(collection.rerankingModel ?? null, collection.rerankingBaseUrl ?? null);
+  // Only a change to reranking is checked, so a collection stored before a rule existed still takes other updates.
+  const rerankingChanged = input.reranking_model !== undefined || input.reranking_base_url !== undefined || input.reranking_api_key !== undefined;
+  if (rerankingChanged) deps.checkReranking(collection.rerankingModel ?? null, collection.rerankingBaseUrl ?? null, collection.rerankingApiKeySealed !== null);
   if (input.multimodal_enabled !== undefined) collection.multimodalEnabled = input.multimodal_enabled;
   if (input.multimodal_enrichment_enabled !== undefined) collection.multimodalEnrichmentEnabled = input.multimodal_enrichment_enabled;
   if (input.default_top_k !== undefined) collection.defaultTopK = input.default_top_k;

@@ -6,6 +6,8 @@ import type { PluginRegistry } from '../plugin-registry.js';
 import type { PluginLogger, RemoteCallPolicy, Reranker } from '../plugins.js';
 
 const REMOTE_RERANKING_PROVIDERS = ['cohere', 'voyage', 'openai_compatible'];
+/** Hosted APIs answer every call without a key with 401; self-hosted `openai_compatible` servers often need none. */
+const KEYED_RERANKING_PROVIDERS = ['cohere', 'voyage'];
 
 /**
  * `reranking_model` (api-contract 3): `local` (also what no model means) or `<provider>/<model>`,
@@ -17,8 +19,8 @@ export function parseRerankingModel(value: string | null): { provider: string; m
   return slash < 0 ? { provider: value, model: undefined } : { provider: value.slice(0, slash), model: value.slice(slash + 1) };
 }
 
-/** Refuses a reranking model this installation cannot run, naming the field (400). */
-export function checkRerankingSettings(registry: PluginRegistry, model: string | null, baseUrl: string | null): void {
+/** Refuses a reranking model this installation cannot run, or a hosted one without its key, naming the field (400). */
+export function checkRerankingSettings(registry: PluginRegistry, model: string | null, baseUrl: string | null, hasApiKey: boolean): void {
   const { provider, model: name } = parseRerankingModel(model);
   if (provider === 'local') return;
   if (!REMOTE_RERANKING_PROVIDERS.includes(provider) || !registry.has('reranker', provider) || !name) {
@@ -26,6 +28,9 @@ export function checkRerankingSettings(registry: PluginRegistry, model: string |
   }
   if (provider === 'openai_compatible' && !baseUrl) {
     throw new BadRequestError('reranking_base_url is required for an openai_compatible reranking_model ("/rerank" is appended to it)');
+  }
+  if (KEYED_RERANKING_PROVIDERS.includes(provider) && !hasApiKey) {
+    throw new BadRequestError(`reranking_api_key is required for reranking_model ${model}: ${provider} answers every request without one with 401`);
   }
 }
 

@@ -129,6 +129,8 @@ for (const backend of testBackends()) {
         [{ reranking_model: 'cohere' }, /reranking_model must be/],
         [{ reranking_model: 'cohere/' }, /reranking_model must be/],
         [{ reranking_model: 'openai_compatible/bge' }, /reranking_base_url is required/],
+        [{ reranking_model: 'cohere/rerank-v3.5' }, /reranking_api_key is required for reranking_model cohere\/rerank-v3.5/],
+        [{ reranking_model: 'voyage/rerank-2.5', reranking_api_key: null }, /reranking_api_key is required for reranking_model voyage\/rerank-2.5/],
       ];
       for (const [body, detail] of refused) {
         assertError(t, await api.send('PATCH', '/v1/collections/plain', body), 400, detail, JSON.stringify(body));
@@ -140,6 +142,17 @@ for (const backend of testBackends()) {
       t.match(accepted, { reranking_model: 'openai_compatible/bge', reranking_base_url: fake.baseUrl('tei') });
       await api.ok('PATCH', '/v1/collections/plain', { reranking_model: null, reranking_base_url: null });
       t.same(ids(await api.query('plain', { query: QUERY, top_k: 1, rerank: true })), ['exact'], 'no model means local');
+    });
+
+    await t.test('a hosted reranker keeps its key: removing it is refused, the model and key can change together', async (t) => {
+      await makeCollection('keyed-reranker', { reranking_enabled: true, reranking_model: 'cohere/rerank-v3.5', reranking_base_url: fake.baseUrl('cohere'), reranking_api_key: KEY });
+      const before = await api.ok('GET', '/v1/collections/keyed-reranker');
+      assertError(t, await api.send('PATCH', '/v1/collections/keyed-reranker', { reranking_api_key: null }), 400, /reranking_api_key is required for reranking_model cohere\/rerank-v3.5/);
+      t.same(await api.ok('GET', '/v1/collections/keyed-reranker'), before, 'the key stays');
+      t.equal((await api.send('POST', '/v1/collections/keyed-reranker/query', { query: QUERY })).statusCode, 200, 'still reranks with its key');
+      const local = await api.ok('PATCH', '/v1/collections/keyed-reranker', { reranking_model: 'openai_compatible/bge', reranking_base_url: fake.baseUrl('tei'), reranking_api_key: null });
+      t.match(local, { reranking_model: 'openai_compatible/bge', has_reranking_api_key: false }, 'a self-hosted reranker needs no key');
+      t.match(await api.ok('PATCH', '/v1/collections/keyed-reranker', { description: 'other fields update as before' }), { description: 'other fields update as before' });
     });
   });
 }
