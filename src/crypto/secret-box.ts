@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 
 /**
  * Seals secrets at rest with AES-256-GCM under MASTER_KEY. Without a master key the value is
@@ -7,10 +7,22 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
  */
 export class SecretBox {
   private readonly key: Buffer | undefined;
+  private readonly digestKey: Buffer | undefined;
 
   constructor(masterKey: string | undefined) {
     // Any string works as a master key: SHA-256 turns it into the 32 bytes AES-256 needs.
     this.key = masterKey ? createHash('sha256').update(masterKey, 'utf8').digest() : undefined;
+    this.digestKey = this.key ? Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), 'stored request digests', 32)) : undefined;
+  }
+
+  /**
+   * A hex digest of a value kept only to be compared later (a request body that may hold a
+   * password). Under MASTER_KEY it is an HMAC, which a copy of the database alone cannot test
+   * guesses against; a plain SHA-256 can be, at GPU speed. Without a key, SHA-256 (like the
+   * secrets themselves, stored unencrypted then).
+   */
+  digest(value: string): string {
+    return this.digestKey ? createHmac('sha256', this.digestKey).update(value, 'utf8').digest('hex') : createHash('sha256').update(value, 'utf8').digest('hex');
   }
 
   get encrypts(): boolean {

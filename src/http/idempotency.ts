@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { actorOwner, actorRights } from '../auth/actor.js';
+import type { SecretBox } from '../crypto/secret-box.js';
 import { sha256Hex } from '../crypto/tokens.js';
 import { IdempotencyRecord } from '../db/entities/index.js';
 import { BadRequestError, ConflictError, UnprocessableError } from '../errors.js';
@@ -26,14 +27,15 @@ const RETENTION_MS = 24 * 3_600_000;
 /** A first request that never finished (its process died) stops blocking retries after this. */
 const ABANDONED_AFTER_MS = 10 * 60_000;
 
-function requestFingerprint(request: FastifyRequest): string {
+function requestFingerprint(request: FastifyRequest, secrets: SecretBox): string {
   const path = request.url.split('?')[0] ?? request.url;
   // Multipart bodies are streamed to the handler, so they are fingerprinted by type and length. Not
   // by boundary: clients draw one per request, so a retry of the same upload has another (of the
   // same length), and was refused as a different request (422).
   const contentType = request.headers['content-type'] ?? '';
   const body = contentType.startsWith('multipart/') ? `${contentType.split(';')[0]}:${request.headers['content-length']}` : JSON.stringify(request.body ?? null);
-  return sha256Hex(`${request.method}\n${path}\n${body}`);
+  // Keyed: bodies hold passwords and provider keys, which a plain SHA-256 in the table would expose to guessing.
+  return secrets.digest(`${request.method}\n${path}\n${body}`);
 }
 
 /**
@@ -85,7 +87,7 @@ function keptResponse(statusCode: number, payload: unknown, secretFields: readon
  * rights the request is not run again either, since with wider ones it would then run twice: 409.
  */
 export const idempotency = fp(async (app: FastifyInstance, options: { services: AppServices }) => {
-  const { db } = options.services;
+  const { db, secrets } = options.services;
   app.decorateRequest('idempotencyRecordId', null);
 
   // preValidation: the body is parsed but not yet validated, so validation errors are replayed too.
@@ -94,7 +96,7 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
     if (typeof key !== 'string' || !MUTATING.has(request.method) || !request.actor) return;
     if (key.length === 0 || key.length > 255) throw new BadRequestError('Idempotency-Key must be 1-255 characters');
     const owner = actorOwner(request.actor);
-    const fingerprint = requestFingerprint(request);
+    const fingerprint = requestFingerprint(request, secrets);
     const rightsHash = sha256Hex(actorRights(request.actor));
     const em = db.fork();
     const existing = await em.findOne(IdempotencyRecord, { owner, key });

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { API_KEY_DISPLAY_PREFIX_LENGTH } from '../../src/auth/api-keys.service.js';
+import { sha256Hex } from '../../src/crypto/tokens.js';
 import {
   adminTestApp, createTestCollection, multipartUpload, testBackends,
 } from '../support/test-app.js';
@@ -220,6 +221,21 @@ for (const backend of testBackends()) {
       t.equal(new Set(successes.map((response) => response.json().id)).size, 1, 'every 201 carries the same key');
       for (const conflict of responses.filter((response) => response.statusCode === 409)) t.type(conflict.json().detail, 'string');
       t.equal((await listKeys()).total, before + 1);
+    });
+
+    await t.test('under MASTER_KEY a stored request digest is keyed, so a copy of the table cannot test password guesses', async (t) => {
+      const keyed = await adminTestApp(t, backend, { masterKey: 'idempotency-master-key' });
+      const body = { email: 'digest@example.com', password: 'correct horse battery staple', role: 'viewer' };
+      const createUser = (password: string) => keyed.app.inject({
+        method: 'POST', url: '/v1/admin/users', headers: { cookie: keyed.cookie, 'idempotency-key': 'user-1' }, payload: { ...body, password },
+      });
+      t.equal((await createUser(body.password)).statusCode, 201);
+      const [record] = await keyed.services.sql<{ request_hash: string }>('select request_hash from idempotency_records');
+      t.match(record?.request_hash, /^[0-9a-f]{64}$/);
+      t.not(record?.request_hash, sha256Hex(`POST\n/v1/admin/users\n${JSON.stringify(body)}`), 'not the plain SHA-256 of the request');
+      const replay = await createUser(body.password);
+      t.equal(replay.headers['idempotent-replayed'], 'true', 'the same request is still recognised');
+      t.equal((await createUser('another password')).statusCode, 422, 'and a different one still refused');
     });
 
     await t.test('the key must be 1-255 characters', async (t) => {
