@@ -62,6 +62,13 @@ function baseType(contentType: string | undefined): string {
 
 const isTextType = (type: string) => type.startsWith('text/') || /[/+](?:json|x-ndjson|jsonl|x-jsonlines|xml|csv)$/.test(type) || type === 'application/xhtml+xml';
 
+/** Extensions whose parser reads more than one format: the type recorded is the one the name says, not the parser's first. */
+const typeOfExtension: Readonly<Record<string, string>> = {
+  jsonl: 'application/x-ndjson', ndjson: 'application/x-ndjson',
+  tsv: 'text/tab-separated-values', tab: 'text/tab-separated-values',
+  xhtml: 'application/xhtml+xml',
+};
+
 function parserForType(parsers: readonly Parser[], type: string): ParserChoice | null {
   const parser = parsers.find((candidate) => candidate.contentTypes.includes(type));
   return parser ? { parser, contentType: type } : null;
@@ -74,7 +81,10 @@ function parserForType(parsers: readonly Parser[], type: string): ParserChoice |
 function selectParser(parsers: readonly Parser[], filename: string, contentType: string | undefined): ParserChoice | null {
   const extension = path.extname(filename).slice(1).toLowerCase();
   const byExtension = extension ? parsers.find((parser) => parser.extensions.includes(extension)) : undefined;
-  if (byExtension) return { parser: byExtension, contentType: byExtension.contentTypes[0] ?? baseType(contentType) };
+  if (byExtension) {
+    const named = typeOfExtension[extension];
+    return { parser: byExtension, contentType: named && byExtension.contentTypes.includes(named) ? named : byExtension.contentTypes[0] ?? baseType(contentType) };
+  }
   const type = baseType(contentType);
   return uninformativeTypes.has(type) ? null : parserForType(parsers, type);
 }

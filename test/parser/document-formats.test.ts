@@ -91,12 +91,12 @@ for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[nu
         'manual.pdf': 'application/pdf',
         'handbook.docx': 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
         'people.csv': 'text/csv',
-        'stock.tsv': 'text/csv',
+        'stock.tsv': 'text/tab-separated-values',
         'places.json': 'application/json',
-        'ships.jsonl': 'application/json',
+        'ships.jsonl': 'application/x-ndjson',
         'tides.html': 'text/html',
         'scan.txt': 'application/pdf',
-      }, 'the recorded type comes from the content, so a PDF named .txt is a PDF');
+      }, 'the recorded type comes from the content, so a PDF named .txt is a PDF, and then from the name (.tsv and .jsonl are their own types)');
       const documents = await waitForIngestion(ctx.app, 'formats', api.headers);
       for (const document of documents) t.match(document, { status: 'ready', error: null }, `${document.filename} is ready`);
 

@@ -66,7 +66,9 @@ t.test('text: the name picks among text formats; the content decides when the na
   t.same(await choose('notes.txt', sampleJson, 'text/plain'), ['text', 'text/plain'], 'JSON text named .txt stays text: weak signatures never override a name');
   t.same(await choose('page.txt', '<!DOCTYPE html><html><body><p>x</p></body></html>'), ['html', 'text/html'], 'HTML markup overrides a text name');
   t.same(await choose('readme.md', '\uFEFF<html lang="en"><p>x</p></html>'), ['html', 'text/html']);
-  t.same(await choose('page.xhtml', '<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><body>x</body></html>'), ['html', 'text/html'], 'XML (file-type) named .xhtml');
+  t.same(await choose('page.xhtml', '<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><body>x</body></html>'), ['html', 'application/xhtml+xml'], 'XML (file-type) named .xhtml');
+  t.same(await choose('log.jsonl', sampleJsonl), ['json', 'application/x-ndjson'], 'a parser of several formats records the one the extension names');
+  t.same(await choose('stock.tab', sampleTsv), ['csv', 'text/tab-separated-values']);
   t.same(await choose('fake.pdf', 'This is plain text saved with a .pdf name.'), ['text', 'text/plain'], 'a binary format name on text: content decides');
   t.same(await choose('export', 'a,b\n1,2\n', 'text/csv'), ['csv', 'text/csv'], 'declared type when the name has no extension');
   t.same(await choose('binary.txt', Buffer.from('header\u0000\u0001\u0002 binary tail'), 'text/plain'), ['text', 'text/plain'], 'stray control bytes in UTF-8 text');
