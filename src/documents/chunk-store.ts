@@ -1,4 +1,15 @@
+import { v3 as nameBasedUuid } from 'uuid';
 import type { SqlRunner } from '../plugins.js';
+
+/**
+ * A document chunk's id: the name-based UUID (version 3) of its index, its document's id being the
+ * namespace. A UUID, as api-contract 1 asks of the ids the service makes (it was
+ * "<document id>:<index>" until migration 0011, which computes this in SQL for chunks stored so);
+ * deterministic, so a reprocessed document's chunks replace those of the same index in place.
+ */
+export function documentChunkId(documentId: string, chunkIndex: number): string {
+  return nameBasedUuid(String(chunkIndex), documentId);
+}
 
 export interface NewChunk {
   id: string;

@@ -1,6 +1,6 @@
 import { chunkElements, type ElementChunk } from '../chunking/chunk-elements.js';
 import type { CollectionRecord, DocumentProgress } from '../db/entities/index.js';
-import { deleteChunksByKey, insertChunks } from '../documents/chunk-store.js';
+import { deleteChunksByKey, documentChunkId, insertChunks } from '../documents/chunk-store.js';
 import type { ElementFile, StoredElementImages } from '../documents/element-files.js';
 import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed-chunk-texts.js';
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
@@ -148,7 +148,7 @@ interface ChunkRow {
 
 function chunkRows(documents: PreparedDocument[]): ChunkRow[] {
   return documents.flatMap((document) => document.chunks.map((chunk) => ({
-    id: `${document.row.id}:${chunk.index}`,
+    id: documentChunkId(document.row.id, chunk.index),
     documentId: document.row.id,
     chunkIndex: chunk.index,
     text: chunk.text,
@@ -188,10 +188,10 @@ async function discardPartialWrites(runtime: IngestionRuntime, collection: Colle
 }
 
 /**
- * Replaces the documents' elements. Their chunks are not removed here: a chunk's id is its
- * document's id and index, so each new chunk replaces the old one of that index in place (rows and
- * index entries by key), and a reprocessed document stays searchable throughout; the old chunks
- * past the new count go at the end (removeChunksPastTheEnd).
+ * Replaces the documents' elements. Their chunks are not removed here: a chunk's id follows from
+ * its document's id and index (documentChunkId), so each new chunk replaces the old one of that
+ * index in place (rows and index entries by key), and a reprocessed document stays searchable
+ * throughout; the old chunks past the new count go at the end (removeChunksPastTheEnd).
  */
 async function replaceElements(runtime: IngestionRuntime, documents: PreparedDocument[]): Promise<void> {
   const { sql } = runtime;

@@ -4,7 +4,7 @@
  * the end, rows and index entries alike.
  */
 import t from 'tap';
-import { insertChunks } from '../../src/documents/chunk-store.js';
+import { documentChunkId, insertChunks } from '../../src/documents/chunk-store.js';
 import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
 
 const text = Array.from({ length: 8 }, (_, index) => `Lighthouse ${index}: the keeper trims the lamp while gulls circle the rocks below.`).join('\n\n');
@@ -42,7 +42,7 @@ for (const backend of testBackends()) {
       // What a run that cut the text into more chunks leaves (an interrupted attempt, or a chunking
       // setting changed since): rows and index entries at indexes 8-10.
       const [collection] = await services.sql<{ id: string }>('select id from collections where name = ?', ['beacons']);
-      const stale = [8, 9, 10].map((index) => ({ id: `${id}:${index}`, documentId: id, chunkIndex: index, text: `Lighthouse keeper stale chunk ${index}`, metadata: {}, tenant: null }));
+      const stale = [8, 9, 10].map((index) => ({ id: documentChunkId(id, index), documentId: id, chunkIndex: index, text: `Lighthouse keeper stale chunk ${index}`, metadata: {}, tenant: null }));
       const keys = (await insertChunks(services.sql, collection!.id, stale)) as number[];
       await services.indexes.keywordIndex.add(collection!.id, stale.map((chunk, index) => ({ key: keys[index]!, text: chunk.text, metadata: {}, tenant: null })));
       await services.indexes.vectorStore.upsert(stale.map((chunk, index) => ({ key: keys[index]!, collectionId: collection!.id, documentId: id, embedding: new Float32Array(384).fill(1 / Math.sqrt(384)), metadata: {}, tenant: null })));

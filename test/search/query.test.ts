@@ -10,6 +10,7 @@
  */
 import t, { type Test } from 'tap';
 import { localEmbeddingPlugin } from '../../plugins/embedding/local/index.js';
+import { documentChunkId } from '../../src/documents/chunk-store.js';
 import { Bm25Index } from '../../src/search/bm25.js';
 import {
   adminTestApp, bearer, createApiKey, multipartUpload, testBackends, waitForIngestion,
@@ -315,7 +316,8 @@ for (const backend of testBackends()) {
       const semantic = await query('docs', { query: 'elliptical planet orbit', search_mode: 'semantic' });
       t.equal(semantic.results.length, 1);
       const [hit] = semantic.results;
-      t.equal(hit!.id, `${documentId}:0`);
+      t.equal(hit!.id, documentChunkId(documentId, 0));
+      t.match(hit!.id, /^[0-9a-f]{8}-[0-9a-f]{4}-3[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'a chunk id is a UUID (api-contract 1)');
       t.equal(hit!.document_id, documentId);
       t.equal(hit!.chunk_index, 0);
       t.equal(hit!.text, text);
@@ -325,7 +327,7 @@ for (const backend of testBackends()) {
       t.ok(Math.abs(hit!.score - expected) < 1e-5, `cosine of the local embeddings: ${hit!.score} vs ${expected}`);
 
       const filtered = await query('docs', { query: 'orbits', search_mode: 'keyword', filters: { 'dept.name': 'astro' } });
-      t.same(ids(filtered), [`${documentId}:0`], 'upload metadata is filterable');
+      t.same(ids(filtered), [documentChunkId(documentId, 0)], 'upload metadata is filterable');
     });
 
     // PGlite regression: MikroORM inlines SQL parameters, and a ";" inside a value made PGlite's
@@ -504,7 +506,7 @@ for (const backend of testBackends()) {
       await waitForIngestion(app, 'cached', admin);
       const afterUpload = await ask();
       t.notOk(afterUpload.timings.cached, 'ingestion invalidates');
-      t.same(ids(afterUpload), [`${documentId}:0`], 'the uploaded document is found');
+      t.same(ids(afterUpload), [documentChunkId(documentId, 0)], 'the uploaded document is found');
 
       await ok('DELETE', `/v1/collections/cached/documents/${documentId}`, undefined, 204);
       const afterDocumentDelete = await ask();

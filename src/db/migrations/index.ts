@@ -9,6 +9,7 @@ import { Migration0007DocumentOriginals } from './0007-document-originals.js';
 import { Migration0008ChunkOwnerChecks } from './0008-chunk-owner-checks.js';
 import { Migration0009AbandonedJobs } from './0009-abandoned-jobs.js';
 import { Migration0010IdempotencyRightsAndSecrets } from './0010-idempotency-rights-and-secrets.js';
+import { Migration0011ChunkUuids } from './0011-chunk-uuids.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -25,4 +26,5 @@ export const migrations: MigrationObject[] = [
   { name: '0008-chunk-owner-checks', class: Migration0008ChunkOwnerChecks },
   { name: '0009-abandoned-jobs', class: Migration0009AbandonedJobs },
   { name: '0010-idempotency-rights-and-secrets', class: Migration0010IdempotencyRightsAndSecrets },
+  { name: '0011-chunk-uuids', class: Migration0011ChunkUuids },
 ];
