@@ -478,6 +478,7 @@ for (const backend of testBackends()) {
       t.notOk(first.timings.cached, 'first answer computed');
       const second = await ask();
       t.equal(second.timings.cached, true, 'repeat answered from the cache');
+      t.same(Object.keys(second.timings).sort(), ['cached', 'total_ms'], 'no stage ran, so none is timed (the first run\'s stages exceeded this total)');
       t.same(second.results, first.results, 'same results');
       const skipped = await ask({ skip_cache: true });
       t.notOk(skipped.timings.cached, 'skip_cache computes');
