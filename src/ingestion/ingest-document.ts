@@ -126,6 +126,8 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
   } catch (error) {
     throw asIngestionError('chunking', error, false);
   }
+  // A document with nothing to search was marked ready with 0 chunks, and nothing told its uploader why it was never found.
+  if (chunks.length === 0) throw new IngestionError('parsing', 'the file holds no text to index (a scanned PDF or a picture needs OCR first, which the service does not do)', false);
   return { row, title: parsed.title, elements: images.elements, elementFiles: images.files, chunks };
 }
 
