@@ -281,7 +281,7 @@ async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRe
   await removeChunksPastTheEnd(runtime, collection, documents);
   await runtime.sql(
     `update documents d set status = 'ready', error = null, chunk_count = u.chunk_count, title = coalesce(u.title, d.title),
-       progress = jsonb_build_object('stage', 'done', 'percent', 100, 'message', u.chunk_count || ' chunks indexed'),
+       progress = jsonb_build_object('stage', 'done', 'percent', 100, 'message', u.chunk_count || case when u.chunk_count = 1 then ' chunk indexed' else ' chunks indexed' end),
        processed_at = now(), updated_at = now()
      from jsonb_to_recordset(?::jsonb) as u(id uuid, chunk_count int, title text) where d.id = u.id`,
     [JSON.stringify(documents.map((document) => ({ id: document.row.id, chunk_count: document.chunks.length, title: document.title ?? null })))],

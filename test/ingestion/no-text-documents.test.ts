@@ -32,6 +32,6 @@ for (const backend of testBackends()) {
         error: 'parsing failed: the file holds no text to index (a scanned PDF or a picture needs OCR first, which the service does not do)',
       }, `${document.filename} fails saying why`);
     }
-    t.match(await read(text), { status: 'ready', chunk_count: 1, error: null }, 'a file with text is indexed');
+    t.match(await read(text), { status: 'ready', chunk_count: 1, error: null, progress: { stage: 'done', message: '1 chunk indexed' } }, 'a file with text is indexed');
   });
 }
