@@ -24,8 +24,12 @@ export interface PdfPage {
   heading?: string;
   /** Drawn at 14 pt under the heading: a second heading level. */
   subheading?: string;
+  /** Lines at 14 pt under the heading, one per line (a table of contents: "1 Pilots . . . . 4"). */
+  contents?: string[];
   /** Body paragraphs at 11 pt, each on its own line(s), a blank line apart. */
   paragraphs: string[];
+  /** A page number (or running foot) drawn at 10 pt in the bottom margin. */
+  footer?: string;
   /** Draws the fixture PNG on this page. */
   image?: boolean;
 }
@@ -54,6 +58,11 @@ export async function buildPdf(options: PdfOptions): Promise<Buffer> {
       page.drawText(content.subheading, { x: 72, y, size: 14, font: bold });
       y -= 24;
     }
+    for (const line of content.contents ?? []) {
+      page.drawText(line, { x: 72, y, size: 14, font: bold });
+      y -= 18;
+    }
+    if (content.footer) page.drawText(content.footer, { x: 300, y: 30, size: 10, font });
     for (const paragraph of content.paragraphs) {
       for (const line of wrap(paragraph, 80)) {
         page.drawText(line, { x: 72, y, size: 11, font });

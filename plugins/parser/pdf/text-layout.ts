@@ -98,7 +98,8 @@ export function withoutRunningLines(lines: TextLine[], pageCount: number): TextL
   }
   return lines.filter((line) => {
     if (!inMargin(line)) return true;
-    if (/^(?:page\s*)?\d{1,4}(?:\s*(?:of|\/)\s*\d{1,4})?$/i.test(line.text)) return false;
+    // Front matter is numbered in roman numerals (i, ii, xiv).
+    if (/^(?:page\s*)?(?:\d{1,4}|[ivxlc]{1,7})(?:\s*(?:of|\/)\s*\d{1,4})?$/i.test(line.text)) return false;
     return !(pageCount >= 3 && (pagesByKey.get(runningKey(line))?.size ?? 0) >= pageCount / 2);
   });
 }
@@ -140,10 +141,14 @@ function bodySize(lines: TextLine[]): number {
   return best;
 }
 
+/** A table-of-contents or index entry: dot leaders, then a page number ("2 Naming . . . . . 6"). */
+const contentsEntry = /(?:\.\s*){4,}(?:\d{1,4}|[ivxlc]{1,7})$/i;
+
 function isHeadingBlock(block: TextBlock, body: number): boolean {
   const length = block.lines.reduce((sum, line) => sum + line.length, 0);
+  // Contents pages are often set in the headings' size; their entries are not the sections.
   return block.size >= body * HEADING_SIZE_FACTOR && block.lines.length <= HEADING_MAX_LINES
-    && length <= HEADING_MAX_CHARACTERS && /\p{L}/u.test(block.lines.join(''));
+    && length <= HEADING_MAX_CHARACTERS && /\p{L}/u.test(block.lines.join('')) && !block.lines.some((line) => contentsEntry.test(line));
 }
 
 /** The elements of the whole document's lines, in reading order, each with its page. */
