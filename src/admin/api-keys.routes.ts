@@ -35,7 +35,7 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: AppService
     return page(data.map(serializeApiKey), total, request.query);
   });
 
-  app.post('/v1/admin/api-keys', { config: { ...ADMIN_SESSION, secretResponseFields: ['key'] }, schema: { tags, summary: 'Mint a key; the plaintext `key` is in this response only', body: ApiKeyCreateBody } }, async (request, reply) => {
+  app.post('/v1/admin/api-keys', { config: { ...ADMIN_SESSION, secretResponseFields: ['key'], openapi: { success: 201 } }, schema: { tags, summary: 'Mint a key; the plaintext `key` is in this response only', body: ApiKeyCreateBody } }, async (request, reply) => {
     const { record, key } = await apiKeys.create(db.fork(), requireActor(request), request.body);
     return reply.code(201).send({ ...serializeApiKey(record), key });
   });

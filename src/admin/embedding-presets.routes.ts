@@ -46,7 +46,7 @@ export const adminEmbeddingPresetRoutes: FastifyPluginAsyncTypebox<{ services: A
     return page(data.map(serializePreset), total, request.query);
   });
 
-  app.post('/v1/admin/embedding-presets', { config: ADMIN_SESSION, schema: { tags, summary: 'Create a preset; api_key is write-only (has_api_key)', body: PresetCreateBody } }, async (request, reply) => {
+  app.post('/v1/admin/embedding-presets', { config: { ...ADMIN_SESSION, openapi: { success: 201 } }, schema: { tags, summary: 'Create a preset; api_key is write-only (has_api_key)', body: PresetCreateBody } }, async (request, reply) => {
     const preset = await presets.create(request.body);
     await audit(requireActor(request), 'embedding_preset.create', preset.id, { name: preset.name, provider: preset.provider, model: preset.model });
     return reply.code(201).send(serializePreset(preset));

@@ -34,7 +34,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: AppServices 
     return page(data.map(serializeUser), total, request.query);
   });
 
-  app.post('/v1/admin/users', { config: ADMIN_SESSION, schema: { tags, body: UserCreateBody } }, async (request, reply) => {
+  app.post('/v1/admin/users', { config: { ...ADMIN_SESSION, openapi: { success: 201 } }, schema: { tags, body: UserCreateBody } }, async (request, reply) => {
     const user = await createUser(db.fork(), requireActor(request), request.body);
     return reply.code(201).send(serializeUser(user));
   });

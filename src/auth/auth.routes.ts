@@ -9,7 +9,7 @@ import { actorScopes, type UserActor } from './actor.js';
 import { mergePreferences, preferencesPatchFromBody, readPreferences } from './preferences.service.js';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.js';
 import { createSession, revokeSession, revokeUserSessions } from './sessions.service.js';
-import { authenticateUser, changePassword, needsSetup, serializeUser, setupFirstAdmin } from './users.service.js';
+import { assertSetupPending, authenticateUser, changePassword, needsSetup, serializeUser, setupFirstAdmin } from './users.service.js';
 
 const Credentials = Type.Object({
   email: Type.String({ minLength: 1, maxLength: 320 }),
@@ -35,21 +35,26 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
     needs_setup: await needsSetup(db.fork()),
   }));
 
-  app.post('/v1/auth/setup', { config: OPEN, schema: { tags, summary: 'Create the first admin (first run only; 409 afterwards)', body: SetupBody } }, async (request, reply) => {
+  app.post('/v1/auth/setup', {
+    config: { ...OPEN, openapi: { success: 201, errors: [409] } },
+    schema: { tags, summary: 'Create the first admin (first run only; 409 afterwards)', body: SetupBody },
+    // After setup any call is a 409 (spec 3): checked before the body is parsed, so an invalid one is no 400.
+    onRequest: async () => assertSetupPending(db.fork()),
+  }, async (request, reply) => {
     const em = db.fork();
     const user = await setupFirstAdmin(em, request.body);
     await setSessionCookie(reply, settings, await createSession(em, user.id, await settings.get<number>('session_ttl_hours')));
     return reply.code(201).send(serializeUser(user));
   });
 
-  app.post('/v1/auth/login', { config: OPEN, schema: { tags, summary: 'Log in; sets the session cookie', body: Credentials } }, async (request, reply) => {
+  app.post('/v1/auth/login', { config: { ...OPEN, openapi: { errors: [401] } }, schema: { tags, summary: 'Log in; sets the session cookie', body: Credentials } }, async (request, reply) => {
     const em = db.fork();
     const user = await authenticateUser(em, request.body.email, request.body.password);
     await setSessionCookie(reply, settings, await createSession(em, user.id, await settings.get<number>('session_ttl_hours')));
     return serializeUser(user);
   });
 
-  app.post('/v1/auth/logout', { config: SESSION, schema: { tags, summary: 'End the current session' } }, async (request, reply) => {
+  app.post('/v1/auth/logout', { config: { ...SESSION, openapi: { success: 204 } }, schema: { tags, summary: 'End the current session' } }, async (request, reply) => {
     const actor = requireActor(request) as UserActor;
     await revokeSession(db.fork(), actor.sessionId);
     await clearSessionCookie(reply, settings);
@@ -63,7 +68,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
     return reply.send({ revoked_sessions: revoked });
   });
 
-  app.get('/v1/auth/me', { config: ANY_CALLER, schema: { tags, summary: 'The current user (for an API key: the admin who created it)' } }, async (request) => {
+  app.get('/v1/auth/me', { config: { ...ANY_CALLER, openapi: { errors: [404] } }, schema: { tags, summary: 'The current user (for an API key: the admin who created it)' } }, async (request) => {
     const actor = requireActor(request);
     const em = db.fork();
     const userId = actor.kind === 'user' ? actor.userId : actor.createdBy;

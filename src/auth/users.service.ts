@@ -52,16 +52,20 @@ export async function needsSetup(em: EntityManager): Promise<boolean> {
   return (await em.count(User, {})) === 0;
 }
 
+/** Setup is a first-run operation: once any user exists every call is a 409, whatever it carries. */
+export async function assertSetupPending(em: EntityManager): Promise<void> {
+  if (!(await needsSetup(em))) throw new ConflictError('Setup has already been completed');
+}
+
 /** Creates the first admin; 409 once any user exists, also when two setups race. */
 export async function setupFirstAdmin(em: EntityManager, input: NewUserInput): Promise<UserRecord> {
   const email = normaliseEmail(input.email);
   assertPasswordPolicy(input.password);
-  if (!(await needsSetup(em))) throw new ConflictError('Setup has already been completed');
   // Hash outside the transaction: PGlite has one connection, and argon2 takes ~110 ms.
   const passwordHash = await hashPassword(input.password);
   return em.transactional(async (tx) => {
     await tx.getConnection().execute('select pg_advisory_xact_lock(?)', [SETUP_LOCK_ID], 'all', tx.getTransactionContext());
-    if ((await tx.count(User, {})) > 0) throw new ConflictError('Setup has already been completed');
+    await assertSetupPending(tx);
     const user = newUser(tx, email, passwordHash, input.display_name ?? null, 'admin');
     recordAudit(tx, null, { action: 'auth.setup', resourceType: 'user', resourceId: user.id, details: { email } });
     return user;

@@ -66,3 +66,6 @@ export const CollectionUpdateBody = Type.Object(
   Object.fromEntries(UPDATABLE_FIELDS.map((field) => [field, CollectionCreateBody.properties[field]])) as Pick<typeof CollectionCreateBody.properties, (typeof UPDATABLE_FIELDS)[number]>,
   { additionalProperties: true },
 );
+
+/** The update body as the OpenAPI document shows it: the updatable fields and no other, as the service enforces. */
+export const CollectionUpdateFields = Type.Object(CollectionUpdateBody.properties, { additionalProperties: false });

@@ -6,7 +6,7 @@ import { scope } from '../http/route-access.js';
 import { truncateCollection } from '../documents/document-removal.js';
 import type { AppServices } from '../services.js';
 import { recordAudit } from '../audit/audit.service.js';
-import { CollectionCreateBody, CollectionUpdateBody } from './collection-input.js';
+import { CollectionCreateBody, CollectionUpdateBody, CollectionUpdateFields } from './collection-input.js';
 import { collectionAnalytics, collectionStats } from './collection-stats.js';
 import {
   assertUpdatableFields, createCollection, deleteCollection, findCollection, listCollections, serializeCollection, updateCollection,
@@ -25,7 +25,7 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
     return page(data.map(serializeCollection), total, request.query);
   });
 
-  app.post('/v1/collections', { config: scope('collection:write'), schema: { tags, body: CollectionCreateBody } }, async (request, reply) => {
+  app.post('/v1/collections', { config: { ...scope('collection:write'), openapi: { success: 201 } }, schema: { tags, body: CollectionCreateBody } }, async (request, reply) => {
     const collection = await createCollection({ em: db.fork(), actor: requireActor(request) }, deps, request.body);
     return reply.code(201).send(serializeCollection(collection));
   });
@@ -34,7 +34,7 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
     serializeCollection(await findCollection(services.collections, requireActor(request), request.params.name)));
 
   app.patch('/v1/collections/:name', {
-    config: scope('collection:write'),
+    config: { ...scope('collection:write'), openapi: { body: CollectionUpdateFields } },
     schema: { tags, summary: 'Update the updatable fields; any other field is a 400 naming it', params: NameParams, body: CollectionUpdateBody },
   }, async (request) => {
     const input = assertUpdatableFields(request.body as Record<string, unknown>);

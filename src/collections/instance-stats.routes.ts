@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { DOCUMENT_STATUSES } from '../db/entities/index.js';
 import { embeddingCatalog } from '../embedding/embedding-catalog.js';
+import { page, PageQuery } from '../http/pagination.js';
 import { ANY_CALLER, ANY_UNPINNED_CALLER } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 
@@ -39,6 +40,10 @@ export const instanceStatsRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
 
   app.get('/v1/embeddings/models', {
     config: ANY_CALLER,
-    schema: { tags: ['stats'], summary: 'Embedding models this installation offers, with dimensions and rate-card prices' },
-  }, async () => ({ data: embeddingCatalog(services.plugins) }));
+    schema: { tags: ['stats'], summary: 'Embedding models this installation offers, with dimensions and rate-card prices', querystring: PageQuery },
+  }, async (request) => {
+    const { limit, offset } = request.query;
+    const catalog = embeddingCatalog(services.plugins);
+    return page(catalog.slice(offset, offset + limit), catalog.length, request.query);
+  });
 };

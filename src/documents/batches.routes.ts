@@ -7,6 +7,7 @@ import { requireActor } from '../http/authenticate.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles, removeReceived, type ReceivedFile } from '../uploads/multipart-files.js';
+import { BatchUploadForm } from '../uploads/upload-forms.js';
 import {
   admittedEntry, batchDetails, batchStatus, deleteBatch, discardBatch, findBatch, newBatchId, openBatch, recordBatchFiles, refusedEntry,
   serializeNewBatch, type BatchEntry,
@@ -22,7 +23,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   const tags = ['documents'];
 
   app.post('/v1/collections/:name/documents/batch', {
-    config: scope('document:upload'),
+    config: { ...scope('document:upload'), openapi: { success: 202, body: BatchUploadForm } },
     schema: {
       tags, params: NameParams, consumes: ['multipart/form-data'],
       summary: 'Upload several files (multipart `file` parts, optional `metadata` and `on_duplicate` for all); 202 with one result per file, refused files included',

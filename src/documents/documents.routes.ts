@@ -10,6 +10,7 @@ import { page, PageQuery } from '../http/pagination.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles, removeReceived } from '../uploads/multipart-files.js';
+import { SingleUploadForm } from '../uploads/upload-forms.js';
 import { admitFiles, intakeRuntime, parseOnDuplicate, serializeAdmitted } from './document-intake.js';
 import { removeDocument, removalRuntime } from './document-removal.js';
 import { DOCUMENT_SORT_FIELDS, getDocument, listDocuments, serializeDocument } from './documents.service.js';
@@ -33,7 +34,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
   const tags = ['documents'];
 
   app.post('/v1/collections/:name/documents', {
-    config: scope('document:upload'),
+    config: { ...scope('document:upload'), openapi: { success: [202, 200], body: SingleUploadForm } },
     schema: {
       tags, params: NameParams, consumes: ['multipart/form-data'],
       summary: 'Upload one file (multipart `file`, optional `metadata` JSON string and `on_duplicate`: skip | replace | keep); 202 with the pending document, 200 with the existing one when skipped as a duplicate',
@@ -117,7 +118,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
   });
 
   app.post('/v1/collections/:name/documents/:id/reprocess', {
-    config: scope('document:upload'),
+    config: { ...scope('document:upload'), openapi: { success: 202 } },
     schema: { tags, params: DocumentParams, summary: 'Parse, chunk and embed the document again from its stored original; 202 with the pending document' },
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
@@ -126,7 +127,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
   });
 
   app.post('/v1/collections/:name/reprocess', {
-    config: scope('document:upload'),
+    config: { ...scope('document:upload'), openapi: { success: 202 } },
     schema: { tags, params: NameParams, summary: 'Reprocess every ready or failed document of the collection (after a chunking change); 202 `{queued, skipped}`' },
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);

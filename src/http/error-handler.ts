@@ -1,7 +1,7 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import FindMyWay from 'find-my-way';
 import { AppError } from '../errors.js';
+import { AllowedMethods } from './allowed-methods.js';
 import { describeValidationErrors } from './validation.js';
 
 const FASTIFY_CODES_TO_STATUS: Record<string, number> = {
@@ -18,23 +18,35 @@ const FASTIFY_CODES_TO_STATUS: Record<string, number> = {
  */
 const TRUNCATED_MULTIPART = /unexpected end of (multipart data|form)/i;
 
+function pathOf(request: FastifyRequest): string {
+  return request.url.split('?')[0] ?? request.url;
+}
+
+function methodNotAllowed(reply: FastifyReply, method: string, path: string, allowed: string[]) {
+  return reply.code(405).header('allow', allowed.join(', '))
+    .send({ detail: `Method ${method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, code: 'method_not_allowed' });
+}
+
 /**
  * Maps every failure to `{detail}` (api-contract 1): typed service errors, schema validation,
  * Fastify's own body errors, unknown routes (404) and known paths with the wrong method (405).
  * Anything else is a 500 that is logged with its request id and never leaks a stack.
  */
 export const errorHandler = fp(async (app: FastifyInstance) => {
-  const knownRoutes = FindMyWay({ ignoreTrailingSlash: true });
+  const allowedMethods = new AllowedMethods();
   app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const method of methods) {
-      if (method === 'HEAD' || method === 'OPTIONS') continue;
-      try {
-        knownRoutes.on(method as 'GET', route.url, () => undefined);
-      } catch {
-        // The same method and path registered twice is Fastify's error to report, not ours.
-      }
-    }
+    for (const method of [route.method].flat()) allowedMethods.add(method, route.url);
+  });
+
+  // The router matched a :param route with a segment a static sibling owns (GET .../documents/batch
+  // reached .../documents/:id): that path is the static route's, and this method is not among its own.
+  app.addHook('onRequest', async (request, reply) => {
+    const pattern = request.routeOptions.url;
+    if (!pattern?.includes(':') || !allowedMethods.mayBeShadowed(pattern)) return;
+    const path = pathOf(request);
+    const allowed = allowedMethods.at(path);
+    if (allowed.some((match) => match.pattern === pattern)) return;
+    return methodNotAllowed(reply, request.method, path, allowed.map((match) => match.method));
   });
 
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
@@ -70,14 +82,9 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? request.url;
-    const allowed = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter(
-      (method) => method !== request.method && knownRoutes.find(method as 'GET', path) !== null,
-    );
-    if (allowed.length > 0) {
-      return reply.code(405).header('allow', allowed.join(', '))
-        .send({ detail: `Method ${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, code: 'method_not_allowed' });
-    }
+    const path = pathOf(request);
+    const allowed = allowedMethods.at(path).map((match) => match.method);
+    if (allowed.length > 0) return methodNotAllowed(reply, request.method, path, allowed);
     return reply.code(404).send({ detail: `Route ${request.method} ${path} not found`, code: 'not_found' });
   });
 }, { name: 'error-handler' });

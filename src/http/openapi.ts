@@ -1,7 +1,108 @@
 import swagger from '@fastify/swagger';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
+import { Type, type TSchema } from 'typebox';
 import { OPEN } from './route-access.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** What the OpenAPI document says of the route beyond its schemas: documentation only, never validation. */
+    openapi?: OperationDocs;
+  }
+}
+
+type SuccessStatus = 200 | 201 | 202 | 204;
+
+interface OperationDocs {
+  /** The success status(es) when not the method's usual one (DELETE 204, any other 200). */
+  success?: SuccessStatus | SuccessStatus[];
+  /** Error statuses beyond those the route's access, inputs and method imply (see `impliedErrors`). */
+  errors?: number[];
+  /**
+   * The body as documented where the validation schema cannot say it: a multipart form (a body schema
+   * would make Fastify validate the stream) or fields the service refuses by name with its own 400.
+   */
+  body?: TSchema;
+}
+
+const SUCCESS_DESCRIPTIONS: Record<SuccessStatus, string> = {
+  200: 'OK',
+  201: 'Created: the new record',
+  202: 'Accepted: the work goes on in the background',
+  204: 'Done; no body',
+};
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request (validation details in `errors`)',
+  401: 'No credentials, or an unknown, expired or inactive API key or session',
+  403: 'Forbidden: missing scope, API key pinned to another collection, session-only route, or cross-origin request',
+  404: 'Not found',
+  409: 'Conflict with the current state, or a request with the same Idempotency-Key still in flight',
+  413: 'The body or an uploaded file is too large',
+  415: 'Unsupported media type',
+  422: 'The Idempotency-Key was used before for a different request',
+  503: 'Not ready: the database does not answer',
+};
+
+/** Every error body (api-contract 1). */
+const ErrorBody = Type.Object({
+  detail: Type.String(),
+  code: Type.Optional(Type.String()),
+  errors: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'validation details' })),
+});
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** The errors any route of this shape can answer, from the hooks and parsers every request passes through. */
+function impliedErrors(method: string, route: RouteOptions, schema: FastifySchema): number[] {
+  const open = route.config?.access?.kind === 'open';
+  const mutating = MUTATING.has(method);
+  const errors: number[] = [];
+  if (schema.body || schema.querystring || schema.params || route.config?.openapi?.body) errors.push(400);
+  // authenticate.ts: credentials, scopes, pins, session-only routes; an open route refuses cross-origin writes only.
+  if (!open) errors.push(401, 403);
+  else if (mutating) errors.push(403);
+  if (route.url.includes(':')) errors.push(404);
+  // idempotency.ts, for callers with credentials: the same key still in flight (409) or reused for another request (422).
+  if (!open && mutating) errors.push(409, 422);
+  // A body may exceed the limit or be of a type no parser reads.
+  if (mutating && method !== 'DELETE') errors.push(413, 415);
+  return errors;
+}
+
+/**
+ * Descriptions only, with no success body: a route's `schema.response` would make Fastify serialise
+ * through it (and none declares one), so the statuses are documented here instead.
+ */
+function responses(route: RouteOptions, schema: FastifySchema) {
+  const method = [route.method].flat()[0] ?? 'GET';
+  const docs = route.config?.openapi ?? {};
+  const success = [docs.success ?? (method === 'DELETE' ? 204 : 200)].flat();
+  const errors = [...new Set([...impliedErrors(method, route, schema), ...(docs.errors ?? [])])].sort((a, b) => a - b);
+  return {
+    ...Object.fromEntries(success.map((status) => [status, { type: 'null', description: SUCCESS_DESCRIPTIONS[status] }])),
+    ...Object.fromEntries(errors.map((status) => [status, { $ref: '#/components/schemas/Error', description: ERROR_DESCRIPTIONS[status] ?? 'Error' }])),
+  };
+}
+
+/** A query parameter with a default (`limit`, `offset`, `window_days`) may be left out: not required. */
+function defaultsOptional(querystring: FastifySchema['querystring']) {
+  const schema = querystring as { properties?: Record<string, { default?: unknown }>; required?: string[] } | undefined;
+  if (!schema?.required) return querystring;
+  return { ...schema, required: schema.required.filter((name) => schema.properties?.[name]?.default === undefined) };
+}
+
+/** The route's operation as documented: its statuses, optional defaults, open routes without security, its documented body. */
+function documentOperation({ schema = {}, url, route }: { schema: FastifySchema | undefined; url: string; route: RouteOptions }) {
+  const documented: FastifySchema = {
+    ...schema,
+    response: responses(route, schema),
+    ...(schema.querystring ? { querystring: defaultsOptional(schema.querystring) } : {}),
+    ...(route.config?.openapi?.body ? { body: route.config.openapi.body } : {}),
+    ...(route.config?.access?.kind === 'open' ? { security: [] } : {}),
+  };
+  return { schema: documented, url };
+}
 
 /** The OpenAPI document is generated from the route schemas and served at /docs/json. */
 export const openapi = fp(async (app: FastifyInstance) => {
@@ -14,9 +115,11 @@ export const openapi = fp(async (app: FastifyInstance) => {
           apiKey: { type: 'http', scheme: 'bearer', description: 'API key `svc_sk_...`' },
           session: { type: 'apiKey', in: 'cookie', name: 'svc_session' },
         },
+        schemas: { Error: ErrorBody },
       },
       security: [{ apiKey: [] }, { session: [] }],
     },
+    transform: documentOperation,
   });
   app.get('/docs/json', { config: OPEN, schema: { hide: true } }, async () => app.swagger());
 }, { name: 'openapi' });

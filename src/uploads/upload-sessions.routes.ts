@@ -8,6 +8,7 @@ import { requireActor } from '../http/authenticate.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles, removeReceived, type ReceivedFile } from './multipart-files.js';
+import { SessionFilesForm } from './upload-forms.js';
 import { addSessionFiles, assertOpen, cancelSession, completeSession, createSession, findSession, sessionView } from './upload-sessions.service.js';
 import { literalUnion } from '../http/literal-union.js';
 
@@ -22,7 +23,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   const tags = ['upload sessions'];
 
   app.post('/v1/collections/:name/uploads', {
-    config: scope('document:upload'),
+    config: { ...scope('document:upload'), openapi: { success: 201 } },
     schema: { tags, params: NameParams, body: SessionCreateBody, summary: 'Open an upload session (optional JSON body `{metadata, on_duplicate}`); 201' },
     // The body is optional: no body is an empty one.
     preValidation: async (request) => {
@@ -36,7 +37,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   });
 
   app.put('/v1/collections/:name/uploads/:id/files', {
-    config: scope('document:upload'),
+    config: { ...scope('document:upload'), openapi: { body: SessionFilesForm } },
     schema: {
       tags, params: SessionParams, consumes: ['multipart/form-data'],
       summary: 'Add files (multipart `file` parts, streamed to storage). All or nothing: one refused file (415, 413, empty) refuses the request',
@@ -68,7 +69,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   });
 
   app.post('/v1/collections/:name/uploads/:id/complete', {
-    config: scope('document:upload'),
+    config: { ...scope('document:upload'), openapi: { success: 202 } },
     schema: { tags, params: SessionParams, summary: 'Turn the files into documents, in one batch; 202 with the session and one result per file' },
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);

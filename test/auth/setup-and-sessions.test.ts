@@ -27,8 +27,20 @@ for (const backend of testBackends()) {
       const second = await app.inject({ method: 'POST', url: '/v1/auth/setup', payload: { email: 'other@example.com', password: 'another password' } });
       t.equal(second.statusCode, 409);
       t.type(second.json().detail, 'string');
+      // "any later call": the 409 comes before the body is validated or even parsed.
+      const laterBodies = [
+        { name: 'an empty object', payload: {} },
+        { name: 'a short password', payload: { email: 'other@example.com', password: 'short' } },
+        { name: 'a body that is not JSON', payload: '{not json', headers: { 'content-type': 'application/json' } },
+      ];
+      for (const { name, payload, headers } of laterBodies) {
+        const later = await app.inject({ method: 'POST', url: '/v1/auth/setup', payload, ...(headers ? { headers } : {}) });
+        t.equal(later.statusCode, 409, `${name}: 409`);
+        t.same(later.json(), { detail: 'Setup has already been completed', code: 'conflict' }, `${name}: the same {detail}`);
+        t.notOk(later.cookies.some((c) => c.name === 'svc_session'), `${name}: no session`);
+      }
       const users = await app.inject({ url: '/v1/admin/users', headers: { cookie: sessionCookieOf(first) } });
-      t.equal(users.json().total, 1, 'the second setup created nobody');
+      t.equal(users.json().total, 1, 'the later setups created nobody');
     });
 
     t.test('login, me, logout, logout-all, password change revoke exactly the stated sessions', async (t) => {

@@ -164,6 +164,38 @@ for (const backend of testBackends()) {
       t.equal(response.headers.allow, 'GET');
     });
 
+    await t.test('a path segment a static route owns is not a value of its :param sibling: 405 with the static route\'s methods', async (t) => {
+      const created = await app.inject({ method: 'POST', url: '/v1/collections', headers: { cookie }, payload: { name: 'static-siblings' } });
+      t.equal(created.statusCode, 201, created.body);
+      const cases: Array<{ method: 'GET' | 'PUT' | 'PATCH' | 'DELETE'; url: string; headers?: Record<string, string> }> = [
+        { method: 'GET', url: '/v1/collections/static-siblings/documents/batch', headers: { cookie } },
+        { method: 'DELETE', url: '/v1/collections/static-siblings/documents/batch', headers: { cookie } },
+        { method: 'PUT', url: '/v1/collections/static-siblings/documents/batch', headers: { cookie } },
+        { method: 'GET', url: '/v1/collections/static-siblings/documents/batch/', headers: { cookie } },
+        { method: 'GET', url: '/v1/collections/static-siblings/documents/batch' },
+        { method: 'GET', url: '/v1/admin/embedding-presets/test', headers: { cookie } },
+        { method: 'PATCH', url: '/v1/admin/embedding-presets/test', headers: { cookie } },
+        { method: 'DELETE', url: '/v1/admin/embedding-presets/test' },
+      ];
+      for (const { method, url, headers } of cases) {
+        const what = `${method} ${url}${headers ? '' : ' without credentials'}`;
+        const response = await app.inject({ method, url, ...(headers ? { headers } : {}) });
+        assertErrorBody(t, response, 405, what);
+        t.equal(response.headers.allow, 'POST', `${what}: only the static route's method is allowed`);
+        t.match(response.json(), { code: 'method_not_allowed', detail: /; allowed: POST$/ }, `${what}: the detail names it`);
+      }
+      const head = await app.inject({ method: 'HEAD', url: '/v1/collections/static-siblings/documents/batch', headers: { cookie } });
+      t.equal(head.statusCode, 405, 'HEAD (the implicit twin of GET) too');
+      t.equal(head.headers.allow, 'POST');
+
+      // The :param siblings still answer for every other value.
+      const unknownDocument = await app.inject({ url: '/v1/collections/static-siblings/documents/00000000-0000-4000-8000-000000000000', headers: { cookie } });
+      assertErrorBody(t, unknownDocument, 404, 'an unknown document id');
+      assertErrorBody(t, await app.inject({ url: '/v1/collections/static-siblings/documents/batches', headers: { cookie } }), 400, 'a near miss is a bad id');
+      assertErrorBody(t, await app.inject({ url: '/v1/admin/embedding-presets/00000000-0000-4000-8000-000000000000', headers: { cookie } }), 404, 'an unknown preset id');
+      t.equal((await app.inject({ method: 'POST', url: '/v1/collections/static-siblings/documents/batch' })).statusCode, 401, 'the static route itself is reached');
+    });
+
     await t.test('a NUL character in the URL and an offset past any list', async (t) => {
       const created = await app.inject({ method: 'POST', url: '/v1/collections', headers: { cookie }, payload: { name: 'nul-checks' } });
       t.equal(created.statusCode, 201, created.body);

@@ -1,5 +1,18 @@
 import t from 'tap';
-import { buildTestApp, testBackends } from '../support/test-app.js';
+import type { App } from '../../src/app.js';
+import { ADMIN, adminTestApp, bearer, buildTestApp, createApiKey, multipartUpload, sessionCookieOf, testBackends } from '../support/test-app.js';
+
+interface Operation {
+  security?: unknown[];
+  parameters?: Array<{ in: string; name: string; required: boolean; schema: { default?: unknown } }>;
+  requestBody?: { content: Record<string, { schema: { properties: Record<string, any>; required?: string[]; additionalProperties?: unknown } }> };
+  responses: Record<string, { description: string; content?: Record<string, { schema: unknown }> }>;
+}
+interface OpenApiDocument { security: unknown[]; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, any> } }
+
+async function openApiDocument(app: App): Promise<OpenApiDocument> {
+  return (await app.inject({ method: 'GET', url: '/docs/json' })).json();
+}
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
@@ -67,5 +80,126 @@ for (const backend of testBackends()) {
     t.equal(response.statusCode, 200, 'liveness does not depend on the database');
     response = await app.inject({ method: 'GET', url: '/health/ready' });
     t.equal(response.statusCode, 503, 'still not ready');
+  });
+}
+
+for (const backend of testBackends()) {
+  t.test(`${backend}: each operation documents the statuses its handler answers`, async (t) => {
+    const { app, cookie } = await adminTestApp(t, backend);
+    const doc = await openApiDocument(app);
+    const admin = { cookie };
+    const operation = (method: string, path: string) => doc.paths[path]![method.toLowerCase()]!;
+    const statuses = (method: string, path: string) => Object.keys(operation(method, path).responses).map(Number);
+    const observed = new Map<string, Set<number>>();
+
+    /** Sends the request, checks its status is documented, remembers 2xx answers per operation. */
+    const call = async (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, url: string, options: { payload?: unknown; headers?: Record<string, string> } = {}) => {
+      const response = await app.inject({ method, url, headers: options.headers ?? admin, ...(options.payload === undefined ? {} : { payload: options.payload as object }) });
+      t.ok(statuses(method, path).includes(response.statusCode), `${method} ${path}: ${response.statusCode} is documented (${statuses(method, path).join(', ')}); ${response.body.slice(0, 200)}`);
+      if (response.statusCode < 300) observed.set(`${method} ${path}`, (observed.get(`${method} ${path}`) ?? new Set()).add(response.statusCode));
+      return response;
+    };
+    const upload = (files: Array<{ filename: string; content: string }>) => multipartUpload(files.map((file) => ({ ...file, contentType: 'text/plain' })));
+
+    await call('GET', '/health', '/health', { headers: {} });
+    await call('POST', '/v1/collections', '/v1/collections', { payload: { name: 'documented' } });
+    await call('GET', '/v1/collections', '/v1/collections');
+    await call('PATCH', '/v1/collections/{name}', '/v1/collections/documented', { payload: { description: 'statuses' } });
+    const single = upload([{ filename: 'one.txt', content: 'one document' }]);
+    await call('POST', '/v1/collections/{name}/documents', '/v1/collections/documented/documents', { payload: single.payload, headers: { ...admin, ...single.headers } });
+    await call('POST', '/v1/collections/{name}/documents', '/v1/collections/documented/documents', { payload: single.payload, headers: { ...admin, ...single.headers } });
+    const batch = upload([{ filename: 'two.txt', content: 'two' }, { filename: 'three.txt', content: 'three' }]);
+    await call('POST', '/v1/collections/{name}/documents/batch', '/v1/collections/documented/documents/batch', { payload: batch.payload, headers: { ...admin, ...batch.headers } });
+    const session = (await call('POST', '/v1/collections/{name}/uploads', '/v1/collections/documented/uploads')).json().id as string;
+    const files = upload([{ filename: 'four.txt', content: 'four' }]);
+    await call('PUT', '/v1/collections/{name}/uploads/{id}/files', `/v1/collections/documented/uploads/${session}/files`, { payload: files.payload, headers: { ...admin, ...files.headers } });
+    await call('POST', '/v1/collections/{name}/uploads/{id}/complete', `/v1/collections/documented/uploads/${session}/complete`);
+    const cancelled = (await call('POST', '/v1/collections/{name}/uploads', '/v1/collections/documented/uploads')).json().id as string;
+    await call('DELETE', '/v1/collections/{name}/uploads/{id}', `/v1/collections/documented/uploads/${cancelled}`);
+    await call('POST', '/v1/collections/{name}/reprocess', '/v1/collections/documented/reprocess');
+    const key = (await call('POST', '/v1/admin/api-keys', '/v1/admin/api-keys', { payload: { name: 'documented' } })).json();
+    await call('DELETE', '/v1/admin/api-keys/{id}', `/v1/admin/api-keys/${key.id}`);
+    await call('GET', '/v1/usage', '/v1/usage');
+    await call('POST', '/v1/collections', '/v1/collections', { payload: { name: 'documented-doomed' } });
+    await call('DELETE', '/v1/collections/{name}', '/v1/collections/documented-doomed');
+    const login = await call('POST', '/v1/auth/login', '/v1/auth/login', { payload: ADMIN, headers: {} });
+    await call('POST', '/v1/auth/logout', '/v1/auth/logout', { headers: { cookie: sessionCookieOf(login) } });
+
+    t.strictSame(Object.fromEntries([...observed].map(([name, seen]) => [name, [...seen].sort()])), Object.fromEntries([...observed.keys()].map((name) => {
+      const [method, path] = name.split(' ') as [string, string];
+      return [name, statuses(method, path).filter((status) => status < 300)];
+    })), 'each sampled operation documents exactly the success statuses it answered');
+
+    // Errors the sampled handlers answer are documented, with the {detail} body.
+    const reader = await createApiKey(app, cookie, { name: 'reader', scopes: ['collection:read'] });
+    const exe = multipartUpload([{ filename: 'x.exe', content: Buffer.from([0x4d, 0x5a, 0x90, 0x00]), contentType: 'application/x-msdownload' }]);
+    const errors: Array<[number, () => Promise<{ statusCode: number }>]> = [
+      [404, () => call('GET', '/v1/collections/{name}', '/v1/collections/no-such-collection')],
+      [409, () => call('POST', '/v1/collections', '/v1/collections', { payload: { name: 'documented' } })],
+      [400, () => call('POST', '/v1/collections', '/v1/collections', { payload: { name: 'bad name!' } })],
+      [401, () => call('GET', '/v1/collections', '/v1/collections', { headers: {} })],
+      [403, () => call('GET', '/v1/admin/users', '/v1/admin/users', { headers: bearer(reader.key) })],
+      [409, () => call('POST', '/v1/auth/setup', '/v1/auth/setup', { payload: ADMIN, headers: {} })],
+      [401, () => call('POST', '/v1/auth/login', '/v1/auth/login', { payload: { ...ADMIN, password: 'not the password' }, headers: {} })],
+      [415, () => call('POST', '/v1/collections/{name}/documents', '/v1/collections/documented/documents', { payload: exe.payload, headers: { ...admin, ...exe.headers } })],
+    ];
+    for (const [status, send] of errors) t.equal((await send()).statusCode, status);
+    const notFound = operation('GET', '/v1/collections/{name}').responses['404']!;
+    t.strictSame(notFound.content, { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }, 'errors are {detail, code?, errors?}');
+    t.match(doc.components.schemas.Error, { type: 'object', required: ['detail'], properties: { detail: { type: 'string' }, code: { type: 'string' }, errors: { type: 'array' } } });
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, { responses }] of Object.entries(methods)) {
+        t.ok(Object.values(responses).every((response) => response.description.length > 0), `${method} ${path}: every status is described`);
+      }
+    }
+  });
+
+  t.test(`${backend}: parameters with defaults are optional, open routes need no credentials, bodies the schemas cannot say are documented`, async (t) => {
+    const { app, cookie } = await adminTestApp(t, backend);
+    const doc = await openApiDocument(app);
+    const parameter = (path: string, name: string) => doc.paths[path]!.get!.parameters!.find((candidate) => candidate.name === name)!;
+
+    for (const path of ['/v1/collections', '/v1/admin/users', '/v1/embeddings/models', '/v1/collections/{name}/documents', '/v1/collections/{name}/documents/{id}/chunks']) {
+      t.match(parameter(path, 'limit'), { in: 'query', required: false, schema: { default: 50 } }, `${path}: limit is optional, 50 by default`);
+      t.match(parameter(path, 'offset'), { in: 'query', required: false, schema: { default: 0 } }, `${path}: offset is optional, 0 by default`);
+    }
+    for (const path of ['/v1/usage', '/v1/status/usage', '/v1/collections/{name}/analytics']) {
+      t.match(parameter(path, 'window_days'), { in: 'query', required: false, schema: { default: 30 } }, `${path}: window_days is optional, 30 by default`);
+    }
+    t.match(parameter('/v1/collections/{name}/documents/{id}/chunks', 'id'), { in: 'path', required: true }, 'path parameters stay required');
+    const list = (await app.inject({ url: '/v1/collections', headers: { cookie } })).json();
+    t.match(list, { limit: 50, offset: 0 }, 'and the defaults still apply');
+    t.equal((await app.inject({ url: '/v1/usage', headers: { cookie } })).json().window_days, 30);
+
+    const open = [['get', '/health'], ['get', '/health/ready'], ['get', '/v1/auth/setup-status'], ['post', '/v1/auth/setup'], ['post', '/v1/auth/login']] as const;
+    for (const [method, path] of open) t.strictSame(doc.paths[path]![method]!.security, [], `${method.toUpperCase()} ${path}: no credentials`);
+    const openOperations = Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods).filter(([, op]) => op.security?.length === 0).map(([method]) => `${method} ${path}`));
+    t.strictSame(openOperations.sort(), open.map(([method, path]) => `${method} ${path}`).sort(), 'and no other operation');
+    t.notOk('security' in doc.paths['/v1/collections']!.get!, 'the others keep the global requirement');
+    t.ok(doc.security.length > 0);
+
+    const form = (path: string, method = 'post') => doc.paths[path]![method]!.requestBody!.content['multipart/form-data']!.schema;
+    t.match(form('/v1/collections/{name}/documents'), {
+      required: ['file'],
+      properties: { file: { type: 'string', format: 'binary' }, metadata: { type: 'string' }, on_duplicate: {} },
+    }, 'single upload: one file, optional metadata (a JSON string) and on_duplicate');
+    t.match(form('/v1/collections/{name}/documents/batch'), {
+      required: ['file'],
+      properties: { file: { type: 'array', items: { type: 'string', format: 'binary' } }, metadata: { type: 'string' }, on_duplicate: {} },
+    }, 'batch: several files');
+    t.match(form('/v1/collections/{name}/uploads/{id}/files', 'put'), { required: ['file'], properties: { file: { type: 'array', items: { format: 'binary' } } } });
+    t.strictSame(Object.keys(form('/v1/collections/{name}/uploads/{id}/files', 'put').properties), ['file'], 'session files: files only');
+    const bare = multipartUpload([{ filename: 'a.txt', content: 'still read as a stream', contentType: 'text/plain' }], { on_duplicate: 'keep' });
+    await app.inject({ method: 'POST', url: '/v1/collections', headers: { cookie }, payload: { name: 'forms' } });
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections/forms/documents', headers: { cookie, ...bare.headers }, payload: bare.payload })).statusCode, 202, 'the documented form is not validated');
+
+    const update = doc.paths['/v1/collections/{name}']!.patch!.requestBody!.content['application/json']!.schema;
+    t.equal(update.additionalProperties, false, 'a collection update takes the updatable fields only');
+    t.ok(['description', 'metadata', 'default_top_k', 'reranking_enabled'].every((field) => field in update.properties));
+    t.notOk('dimension' in update.properties || 'name' in update.properties, 'fixed fields are not listed');
+    const unknown = await app.inject({ method: 'PATCH', url: '/v1/collections/forms', headers: { cookie }, payload: { foo: 1 } });
+    t.equal(unknown.json().detail, 'Unknown field: foo', 'and the service still names the field');
+    const fixed = await app.inject({ method: 'PATCH', url: '/v1/collections/forms', headers: { cookie }, payload: { dimension: 8 } });
+    t.equal(fixed.json().detail, 'Field dimension cannot be updated');
   });
 }

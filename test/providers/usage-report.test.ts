@@ -91,5 +91,17 @@ for (const backend of testBackends()) {
       const key = await createApiKey(ctx.app, cookie, { name: 'any', scopes: ['nothing:none'] });
       t.equal((await ctx.app.inject({ url: '/v1/embeddings/models', headers: bearer(key.key) })).statusCode, 200, 'any caller may list models');
     });
+
+    await t.test('/v1/embeddings/models is a list like the others (api-contract 1): {data, total, limit, offset}', async (t) => {
+      const all = await api.ok('GET', '/v1/embeddings/models');
+      t.match(all, { limit: 50, offset: 0 }, 'default limit 50, offset 0');
+      t.ok(all.total > 3, 'several models');
+      t.equal(all.data.length, all.total, 'every model fits on the default page');
+      t.same(await api.ok('GET', '/v1/embeddings/models?limit=2&offset=1'), { data: all.data.slice(1, 3), total: all.total, limit: 2, offset: 1 });
+      t.same(await api.ok('GET', `/v1/embeddings/models?offset=${all.total}`), { data: [], total: all.total, limit: 50, offset: all.total }, 'past the end: an empty page');
+      for (const query of ['limit=0', 'limit=501', 'offset=-1', 'limit=abc']) {
+        assertError(t, await api.send('GET', `/v1/embeddings/models?${query}`), 400, /limit|offset/, query);
+      }
+    });
   });
 }
