@@ -392,6 +392,13 @@ for (const backend of testBackends()) {
       t.match(stats, { collection: 'stats', documents: 2, chunks, vectors: chunks, dimension: 384 });
       t.same(stats.documents_by_status, { pending: 0, processing: 0, ready: 2, failed: 0 });
       t.ok(stats.storage_bytes > Buffer.byteLength(TEXT_A) + Buffer.byteLength(TEXT_B), 'storage counts the files and more');
+
+      const names = (await app.inject({ url: '/v1/collections?limit=500', headers: admin })).json().data.map((collection: { name: string }) => collection.name) as string[];
+      const each = await Promise.all(names.map(async (name) => (await app.inject({ url: `/v1/collections/${name}/stats`, headers: admin })).json()));
+      const sum = (field: string) => each.reduce((total, row) => total + row.storage[field], 0);
+      const instance = (await app.inject({ url: '/v1/stats', headers: admin })).json();
+      t.same(instance.storage, { files_bytes: sum('files_bytes'), chunk_text_bytes: sum('chunk_text_bytes'), vector_bytes: sum('vector_bytes') }, '/v1/stats counts storage as collection stats do');
+      t.equal(instance.storage_bytes, each.reduce((total, row) => total + row.storage_bytes, 0));
     });
 
     await t.test('analytics', async (t) => {
