@@ -7,6 +7,8 @@ import { Collection, Document, DOCUMENT_STATUSES } from '../db/entities/index.js
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { requireActor } from '../http/authenticate.js';
 import { page, PageQuery } from '../http/pagination.js';
+import type { MetadataFilter } from '../search/filters/filter-types.js';
+import { parseFilter } from '../search/filters/parse-filter.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles, removeReceived } from '../uploads/multipart-files.js';
@@ -25,9 +27,22 @@ const ListQuery = Type.Object({
   ...PageQuery.properties,
   q: Type.Optional(Type.String({ maxLength: 255 })),
   status: Type.Optional(literalUnion(DOCUMENT_STATUSES)),
+  filters: Type.Optional(Type.String({ maxLength: 16_384, description: 'JSON: a filter on the upload metadata, as queries take it ({"source": "wiki"})' })),
   sort: Type.Optional(literalUnion(DOCUMENT_SORT_FIELDS)),
   order: Type.Optional(literalUnion(['asc', 'desc'] as const)),
 });
+
+/** `?filters=` holds a JSON filter object; parseFilter names whatever is wrong inside it. */
+function metadataFilterParameter(value: string | undefined): MetadataFilter | undefined {
+  if (value === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new BadRequestError('filters must be a JSON object, e.g. filters={"source": "wiki"} (URL-encoded)');
+  }
+  return parseFilter(parsed);
+}
 
 export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
   const { db, sql, files } = services;
@@ -61,7 +76,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
   app.get('/v1/collections/:name/documents', { config: scope('document:read'), schema: { tags, params: NameParams, querystring: ListQuery } }, async (request) => {
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
-    const query = { ...request.query, sort: request.query.sort ?? 'created_at', order: request.query.order ?? 'desc' } as const;
+    const query = { ...request.query, filter: metadataFilterParameter(request.query.filters), sort: request.query.sort ?? 'created_at', order: request.query.order ?? 'desc' } as const;
     const { data, total } = await listDocuments(em, collection, query);
     return page(data.map((document) => serializeDocument(document, collection.name)), total, request.query);
   });

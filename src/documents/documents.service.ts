@@ -1,12 +1,14 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import { writeIntoCollection } from '../collections/write-into-collection.js';
 import { Document, DOCUMENT_STATUSES, type CollectionRecord, type DocumentRecord, type DocumentStatus } from '../db/entities/index.js';
 import { NotFoundError, PayloadTooLargeError } from '../errors.js';
 import type { JobQueue } from '../ingestion/job-queue.js';
 import type { SqlRunner } from '../plugins.js';
+import { filterToSql } from '../search/filters/filter-to-sql.js';
+import type { MetadataFilter } from '../search/filters/filter-types.js';
 import type { FileStore } from '../storage/file-store.js';
 
 /** An upload's bytes are in the file store (`storageKey`) or, when small, held in memory for the database (`content`). */
@@ -154,6 +156,8 @@ export type DocumentSortField = (typeof DOCUMENT_SORT_FIELDS)[number];
 export interface DocumentListQuery {
   q?: string | undefined;
   status?: DocumentStatus | undefined;
+  /** On the upload metadata, in the filter language of queries. */
+  filter?: MetadataFilter | undefined;
   sort: DocumentSortField;
   order: 'asc' | 'desc';
   limit: number;
@@ -164,12 +168,23 @@ const SORT_PROPERTY: Record<DocumentSortField, string> = {
   created_at: 'createdAt', updated_at: 'updatedAt', filename: 'filename', size_bytes: 'sizeBytes', status: 'status',
 };
 
+/** `{"a","b\"c"}`: the input form of a text[] value. */
+function postgresArrayText(items: unknown[]): string {
+  return `{${items.map((item) => `"${String(item).replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
+}
+
 export async function listDocuments(em: EntityManager, collection: CollectionRecord, query: DocumentListQuery) {
   const where: Record<string, unknown> = { collectionId: collection.id };
   if (query.status) where.status = query.status;
   if (query.q) {
     const pattern = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     where.$or = [{ filename: { $ilike: pattern } }, { title: { $ilike: pattern } }];
+  }
+  if (query.filter) {
+    // One table is read, so the column needs no alias. MikroORM writes a raw fragment's values into
+    // the SQL, an array as a comma list, so each path goes as the text of a PostgreSQL array.
+    const condition = filterToSql(query.filter, 'metadata');
+    where.$and = [{ [raw(`(${condition.sql})`, condition.params.map((param) => (Array.isArray(param) ? postgresArrayText(param) : param)))]: true }];
   }
   const [data, total] = await em.findAndCount(Document, where, {
     orderBy: { [SORT_PROPERTY[query.sort]]: query.order, id: query.order },

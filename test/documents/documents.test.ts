@@ -266,6 +266,17 @@ for (const backend of testBackends()) {
       t.match(paged, { total: 3, limit: 1, offset: 1 });
       t.same(names(paged), ['notes.txt']);
       t.same(names(await list('?q=t&sort=filename&order=asc&limit=1&offset=1')), ['page.html'], 'filter, sort and page together');
+      const filtered = (filter: unknown, extra = '') => list(`?filters=${encodeURIComponent(JSON.stringify(filter))}${extra}`);
+      t.same(names(await filtered({ source: 'web' })), ['page.html'], 'filters: the upload metadata, as queries filter it');
+      t.same(names(await filtered({ source: { $exists: true } }, '&sort=filename&order=asc')), ['guide.md', 'page.html']);
+      t.same(names(await filtered({ $not: { source: 'web' } }, '&sort=filename&order=asc')), ['guide.md', 'notes.txt']);
+      t.match(await filtered({ source: { $in: ['web', 'wiki'] } }, '&q=page'), { total: 1 }, 'with q');
+      await createCollection({ name: 'odd-keys' });
+      t.equal((await upload('odd-keys', 'a.txt', 'odd keys', 'text/plain', { team: { 'na"me\\x': 'ops' } })).statusCode, 202);
+      const oddKey = async (value: string) => (await listDocuments('odd-keys', `?filters=${encodeURIComponent(JSON.stringify({ 'team.na"me\\x': value }))}`)).json().total;
+      t.same([await oddKey('ops'), await oddKey('dev')], [1, 0], 'a key with a quote and a backslash is matched exactly');
+      assertError(t, await listDocuments('docs', '?filters={source'), 400, /^filters must be a JSON object/, 'not JSON');
+      assertError(t, await listDocuments('docs', `?filters=${encodeURIComponent('{"source":{"$regex":"w"}}')}`), 400, /\$regex/, 'unknown operator');
       assertError(t, await listDocuments('docs', '?status=done'), 400, /status/, 'unknown status');
       assertError(t, await listDocuments('docs', '?sort=colour'), 400, /sort/, 'unknown sort field');
       assertError(t, await listDocuments('docs', '?order=up'), 400, /order/, 'unknown order');
