@@ -25,6 +25,89 @@ const COOKIE_PAGE = `<!doctype html><html><head><title>Tide tables</title></head
 <main><h1>Tide tables</h1><p>High water at Brest is at 06:12 today.</p></main>
 <footer>Copyright harbour authority</footer></body></html>`;
 
+// Shapes from real READMEs and changelogs (glob, fastify, ssri, chalk, jszip in node_modules).
+const WIDGET_README = `<h1 align="center">Widget</h1>
+
+[![npm version](https://img.shields.io/npm/v/widget.svg)](https://npm.im/widget) [![license](https://img.shields.io/npm/l/widget.svg)](https://npm.im/widget)
+
+<pre><code class="language-sh">npm install widget</code></pre>
+
+## Options
+
+- \`retries\` number. For example:
+
+  \`\`\`js
+  widget({
+    retries: 3,
+  })
+  \`\`\`
+
+  Use with care.
+
+### Schedule
+
+| Version | Date |
+| --- | --- |
+| 1.0 | 2020 |
+
+<table>
+  <tr>
+    <th>Plan</th>
+    <th>Cost</th>
+  </tr>
+  <tr>
+    <td>Basic</td>
+    <td>5 EUR</td>
+  </tr>
+</table>
+
+> ## Security releases
+> Patch within a week.
+`;
+
+const BADGED_README = `# ssri [![npm version](https://img.shields.io/npm/v/ssri.svg)](https://npm.im/ssri) [![license](https://img.shields.io/npm/l/ssri.svg)](https://npm.im/ssri)
+
+Subresource Integrity hashes.
+
+## Install
+
+![Diagram of the install steps](install.png)
+`;
+
+const LOGO_README = `<h1 align="center">
+\t<img width="320" src="media/logo.svg" alt="Chalk">
+</h1>
+
+> Terminal string styling done right
+
+<h2>API <a href="#stability"><img src="stable.svg" alt="stability: stable"></a></h2>
+
+Call chalk.red().
+`;
+
+const CHANGELOG = `---
+title: Changelog
+layout: default
+---
+
+### v3.0.0 2022-05-20
+
+- Drop Node 10.
+
+# v2.0.0, 2013-10-20
+
+- First stable release.
+`;
+
+const UNTITLED_NOTES = `## Contents
+
+- Usage
+
+# License
+
+MIT
+`;
+
 /** Every file under a directory, as paths relative to it. */
 function filesUnder(root: string): string[] {
   if (!existsSync(root)) return [];
@@ -142,6 +225,49 @@ for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[nu
       t.match(tides, /High water at Brest/);
       t.notMatch(tides, /cookies|Home \| Tides|Copyright/, 'banner, nav and footer are not indexed');
       t.match((await api.chunks('formats', ids['scan.txt']!))[0]?.metadata, { page: 1 }, 'the misnamed PDF is parsed as a PDF');
+    });
+
+    await t.test('Markdown READMEs: HTML headings and tables, badges, code in list items, front matter title', async (t) => {
+      await api.createCollection({ name: 'readmes', chunk_size: 2000, chunk_overlap: 0 });
+      const ids: Record<string, string> = {};
+      for (const [filename, content] of [['widget.md', WIDGET_README], ['ssri.md', BADGED_README], ['chalk.md', LOGO_README], ['CHANGES.md', CHANGELOG], ['notes.md', UNTITLED_NOTES]]) {
+        const response = await api.upload('readmes', filename!, content!, 'text/markdown');
+        t.equal(response.statusCode, 202, filename);
+        ids[filename!] = response.json().id;
+      }
+      for (const document of await waitForIngestion(ctx.app, 'readmes', api.headers)) t.match(document, { status: 'ready' }, document.filename);
+
+      const widget = await api.elements('readmes', ids['widget.md']!);
+      t.same(widget.map((element) => [element.type, element.text, element.heading_path, element.metadata.level ?? null]), [
+        ['heading', 'Widget', [], 1],
+        ['paragraph', 'npm version license', ['Widget'], null],
+        ['code', 'npm install widget', ['Widget'], null],
+        ['heading', 'Options', ['Widget'], 2],
+        ['list', '- retries number. For example:\n  ```js\n  widget({\n    retries: 3,\n  })\n  ```\n  Use with care.', ['Widget', 'Options'], null],
+        ['heading', 'Schedule', ['Widget', 'Options'], 3],
+        ['table', 'Version | Date\n1.0 | 2020', ['Widget', 'Options', 'Schedule'], null],
+        ['table', 'Plan | Cost\nBasic | 5 EUR', ['Widget', 'Options', 'Schedule'], null],
+        ['paragraph', 'Security releases\nPatch within a week.', ['Widget', 'Options', 'Schedule'], null],
+      ], 'an HTML h1 is a heading; code in a list item keeps its lines; an HTML table reads like a Markdown one; a heading in a quote stays a line of the quote');
+      t.same(widget[2]?.metadata, { language: 'sh' }, 'an HTML <pre> is code, as in the html parser');
+      t.equal((await api.document('readmes', ids['widget.md']!)).title, 'Widget', 'the HTML h1 names the document');
+      const options = (await api.chunks('readmes', ids['widget.md']!)).find((chunk) => chunk.text.includes('retries: 3'));
+      t.match(options?.text, /For example:\n {2}```js\n {2}widget\(\{\n {4}retries: 3,\n {2}\}\)\n {2}```\n {2}Use with care\./, 'the chunk shows the code as code');
+      t.same(options?.metadata.heading_path, ['Widget', 'Options'], 'the chunk is in its section under the HTML h1');
+
+      t.equal((await api.document('readmes', ids['ssri.md']!)).title, 'ssri', 'badge alt texts stay out of the title');
+      const ssri = await api.chunks('readmes', ids['ssri.md']!);
+      t.same(ssri.find((chunk) => chunk.text.includes('Subresource'))?.metadata.heading_path, ['ssri'], 'and out of heading paths');
+      t.match(ssri.map((chunk) => chunk.text).join('\n'), /Diagram of the install steps/, 'a picture outside headings keeps its alt text');
+
+      t.equal((await api.document('readmes', ids['chalk.md']!)).title, 'Chalk', 'a logo heading is named by its alt text');
+      t.same((await api.elements('readmes', ids['chalk.md']!)).filter((element) => element.type === 'heading').map((element) => [element.text, element.heading_path, element.metadata.level]), [
+        ['Chalk', [], 1],
+        ['API', ['Chalk'], 2],
+      ], 'a badge beside the words of an HTML heading is left out');
+
+      t.equal((await api.document('readmes', ids['CHANGES.md']!)).title, 'Changelog', 'the front matter title wins over an h1 further down');
+      t.equal((await api.document('readmes', ids['notes.md']!)).title, null, 'an h1 that is not the first heading does not name the document');
     });
 
     await t.test('multimodal collection: a PDF picture is kept and served back as PNG', async (t) => {

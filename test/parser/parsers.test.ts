@@ -109,7 +109,7 @@ t.test('markdown: element types, heading paths, title and front matter', async (
     ['paragraph', 'after', ['Second']],
   ]);
   t.same(document.elements[6].metadata, { language: 'js' });
-  t.equal(document.title, 'Guide & Notes', 'the first h1 wins over front matter');
+  t.equal(document.title, 'Front matter title', 'the front matter title wins over the first h1');
   // Only simple scalars are kept: the flow list and the nested map are skipped.
   t.same(document.metadata, { title: 'Front matter title', draft: false, weight: 3 });
 });
@@ -134,6 +134,63 @@ t.test('markdown: edge cases', async (t) => {
     ['heading', 'Page', [], 1],
     ['paragraph', 'Prose.', ['Page']],
   ]);
+});
+
+t.test('markdown: list items keep their blocks on lines of their own', async (t) => {
+  const document = await parse(markdownParserPlugin, 'steps.md', [
+    '1. Install:',
+    '',
+    '        npm i widget',
+    '',
+    '2. Configure',
+    '   - nested first',
+    '',
+    '   Then run it:',
+    '   ~~~sh',
+    '   widget --fast',
+    '   ~~~',
+    '3. Done',
+    '',
+    '- sizes',
+    '  <table><tr><td>S</td><td>1</td></tr></table>',
+    '',
+  ].join('\n'));
+  t.same(outline(document.elements), [
+    ['list', '1. Install:\n       npm i widget\n2. Configure\n  - nested first\n  Then run it:\n  ~~~sh\n  widget --fast\n  ~~~\n3. Done', []],
+    ['list', '- sizes\n  S | 1', []],
+  ], 'indented and fenced code as written, a paragraph after a nested list after it, HTML as the html parser reads it');
+});
+
+t.test('markdown: HTML blocks, logo and badge headings, title from the first heading', async (t) => {
+  const readme = await parse(markdownParserPlugin, 'README.md', [
+    '<div align="center">',
+    '<h1>cross-env</h1>',
+    '<p>Run scripts <b>anywhere</b></p>',
+    '</div>',
+    '',
+    '<script>track()</script>',
+    '',
+    '<details><summary>More</summary>',
+    '',
+    '## ![Tom &amp; Jerry](logo.png)',
+    '',
+    '<h3><img src="a.svg" alt="a &lt; b &amp; c"></h3>',
+    '',
+    '### Usage [![ci](https://ci.example/badge.svg)](https://ci.example) ![size](size.svg)',
+    '',
+  ].join('\n'));
+  t.same(outline(readme.elements), [
+    ['heading', 'cross-env', [], 1],
+    ['paragraph', 'Run scripts anywhere', ['cross-env']],
+    ['paragraph', 'More', ['cross-env']],
+    ['heading', 'Tom & Jerry', ['cross-env'], 2],
+    ['heading', 'a < b & c', ['cross-env', 'Tom & Jerry'], 3],
+    ['heading', 'Usage', ['cross-env', 'Tom & Jerry'], 3],
+  ], 'a heading inside a wrapper is a heading; a script is not text; a picture names only a heading without words');
+  t.equal(readme.title, 'cross-env', 'the h1 inside the wrapper names the document');
+
+  const changelog = await parse(markdownParserPlugin, 'CHANGELOG.md', '## 2.0.0\n\n- breaking\n\n# 1.0.0\n\n- first\n');
+  t.equal(changelog.title, undefined, 'an h1 after other headings is a section, not the title');
 });
 
 const html = `<!doctype html>

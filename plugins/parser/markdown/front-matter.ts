@@ -1,7 +1,7 @@
 /**
  * YAML front matter ("---" on the first line, up to a closing "---" or "..."). Only top-level
- * `key: value` lines with a simple scalar value (string, number, boolean) are kept, as document
- * metadata for filtering; nested maps, lists and block scalars are skipped rather than half-parsed,
+ * `key: value` lines with a simple scalar value (string, number, boolean) are read (its `title`
+ * names the document); nested maps, lists and block scalars are skipped rather than half-parsed,
  * so the service needs no YAML parser.
  */
 export interface FrontMatter {
