@@ -14,8 +14,10 @@
  * - A chunk never ends with a heading when the heading's content can start the next chunk.
  * - An element that fits in `chunkSize` is never cut (tables and code blocks included); one that
  *   does not is split recursively on ["\n\n", "\n", ". ", " ", ""] (LangChain's separators).
- * - headingPath is the section path of the chunk's first element: the element's headingPath, plus
- *   the element itself when it is a heading (a chunk opening with "## Install" is about Install).
+ * - headingPath is the section path holding most of the chunk's characters, an element's path being
+ *   its headingPath plus the element itself when it is a heading (a chunk opening with "## Install"
+ *   is about Install). A chunk that opens with the tail of one subsection (or its overlap) and goes
+ *   on into the next is about the next: the first element's path mislabelled such chunks.
  *
  * `recursive` packs the pieces greedily and starts each chunk with up to `chunkOverlap` characters
  * of the previous one, cut at a sentence start if the window holds one, else at a word start. `paragraph` packs whole elements, overlaps by the
@@ -318,6 +320,24 @@ function sectionPath(element: DocumentElement): string[] {
   return isHeading ? [...element.headingPath, element.text.trim()] : [...element.headingPath];
 }
 
+/** The section path of the elements `first`..`last` holding most of `span`'s characters (the earliest on a tie). */
+function widestSectionPath(elements: readonly DocumentElement[], layout: Layout, first: number, last: number, span: Span): string[] {
+  const characters = new Map<string, { path: string[]; count: number }>();
+  let widest: { path: string[]; count: number } | undefined;
+  for (let index = first; index <= last; index++) {
+    const element = layout.spans[index];
+    if (!element) continue;
+    const count = Math.min(element.end, span.end) - Math.max(element.start, span.start);
+    const path = sectionPath(elements[index]);
+    const key = JSON.stringify(path);
+    const entry = characters.get(key) ?? { path, count: 0 };
+    entry.count += Math.max(count, 0);
+    characters.set(key, entry);
+    if (!widest || entry.count > widest.count) widest = entry;
+  }
+  return widest?.path ?? sectionPath(elements[first]);
+}
+
 /** Index of the non-blank element whose span contains `offset`. */
 function elementAt(layout: Layout, elementIndices: readonly number[], offset: number): number {
   let low = 0;
@@ -347,14 +367,15 @@ export function chunkElements(elements: readonly DocumentElement[], options: Chu
         : packWithTextOverlap(layout.text, fittingUnits(layout.text, units, chunkSize), chunkSize, chunkOverlap);
     for (const span of spans) {
       const startElement = elementAt(layout, section, span.start);
+      const endElement = elementAt(layout, section, span.end - 1);
       const first = elements[startElement];
       chunks.push({
         index: chunks.length,
         text: layout.text.slice(span.start, span.end),
-        headingPath: sectionPath(first),
+        headingPath: widestSectionPath(elements, layout, startElement, endElement, span),
         ...(first.page !== undefined ? { page: first.page } : {}),
         startElement,
-        endElement: elementAt(layout, section, span.end - 1),
+        endElement,
         charStart: span.start,
       });
     }

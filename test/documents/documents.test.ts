@@ -199,6 +199,15 @@ for (const backend of testBackends()) {
       }
       t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/docs/documents/${named.json().id}`, headers: admin })).statusCode, 204);
 
+      // A chunk that runs from one subsection into the next is about the one holding most of its text.
+      const schedule = ['## Options', '', 'The widget reads its options at start.', '', '### Schedule', '', '| Version | Date | Notes |', '| --- | --- | --- |',
+        ...Array.from({ length: 6 }, (_, index) => `| 1.${index} | 202${index} | maintenance release |`)].join('\n');
+      const spanning = await upload('docs', 'schedule.md', schedule, 'text/markdown');
+      await waitForIngestion(app, 'docs', admin);
+      const spanningChunks = (await app.inject({ url: `/v1/collections/docs/documents/${spanning.json().id}/chunks`, headers: admin })).json();
+      t.same(spanningChunks.data.map((chunk: any) => [chunk.text.slice(0, 7), chunk.metadata.heading_path]), [['Options', ['Options', 'Schedule']]]);
+      t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/docs/documents/${spanning.json().id}`, headers: admin })).statusCode, 204);
+
       const small = await createCollection({ name: 'small-chunks', chunk_size: 120, chunk_overlap: 0 });
       const long = await upload('small-chunks', 'tides.txt', LONG_TEXT, 'text/plain', { source: 'field-notes' });
       t.equal(long.statusCode, 202);
