@@ -151,7 +151,10 @@ export interface RerankCandidate {
 
 export interface Reranker {
   readonly name: string;
-  /** Returns a relevance score per candidate, same order as given. */
+  /**
+   * Returns a relevance score per candidate, same order as given. Candidates come in first-stage
+   * order, best first, so a reranker may keep that order as a prior (the `local` one does).
+   */
   rerank(query: string, candidates: RerankCandidate[]): Promise<number[]>;
 }
 

@@ -80,6 +80,18 @@ export function machineDescription() {
   };
 }
 
+/**
+ * A JSON call to the service with an API key (`json` becomes the body); throws on a 4xx or 5xx,
+ * so a benchmark never measures error answers.
+ */
+export async function callService(baseUrl: string, key: string, pathname: string, init: RequestInit & { json?: unknown } = {}): Promise<any> {
+  const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+  if (init.json !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(`${baseUrl}${pathname}`, { ...init, headers, body: init.json !== undefined ? JSON.stringify(init.json) : init.body ?? null });
+  if (response.status >= 400) throw new Error(`${init.method ?? 'GET'} ${pathname}: ${response.status} ${await response.text()}`);
+  return response.status === 204 ? null : response.json();
+}
+
 /** Writes a result file (creating its folder) and prints the result. */
 export async function writeResult(file: string, result: unknown): Promise<void> {
   const text = `${JSON.stringify(result, null, 2)}\n`;

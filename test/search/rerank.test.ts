@@ -5,7 +5,7 @@
  * the candidate lists are known exactly.
  */
 import t from 'tap';
-import { localRelevanceScores } from '../../plugins/reranker/local/index.js';
+import { localRerankScores } from '../../plugins/reranker/local/index.js';
 import { assertError } from '../support/assertions.js';
 import { fakeRelevance, startProviderFake } from '../support/provider-fakes.js';
 import { buildTestApp, setupAdmin, testBackends } from '../support/test-app.js';
@@ -14,14 +14,36 @@ import { providerApi } from '../providers/provider-api.js';
 const KEY = 'rr-test-RERANK-key-5555';
 const DIMENSION = 8;
 const QUERY = 'solar panel installation guide';
-/** BM25 prefers the short list of the query's words; a reader (and the reranker) prefers the text saying exactly this. */
+/**
+ * BM25 prefers the text repeating the query's words; a reader (and the reranker) prefers the text
+ * saying exactly this, and reads three more texts (barns, roofs, renters) as better than the
+ * repetition, which is what it takes to move a candidate above the first stage's first.
+ */
 const TEXTS: Record<string, string> = {
-  reversed: 'guide: installation, panel, solar',
-  repeat: 'solar solar solar panel panel panel installation installation notes',
+  stuffed: 'guide guide guide installation installation installation panel panel panel solar solar solar',
   scattered: 'a guide for roofs: the installation takes a day, and each solar array has one panel per row',
   exact: 'the solar panel installation guide for small homes',
+  barns: 'solar panel installation for barns',
+  roofs: 'solar panel installation on flat roofs',
+  renters: 'panel installation guide for renters',
   partial: 'panel discussion about guide dogs',
   noise: 'garden tools and spring tulips',
+};
+
+/**
+ * The user probe's case: among README chunks about semver, the one documenting `satisfies` is the
+ * answer and the first stage ranks it first. Weighed over the 30 candidates alone, "semver",
+ * "version" and "range" are in nearly all of them and weigh nothing, and the path-type chunk, the
+ * one candidate saying "check whether", reads best: a reranker that trusted that reading alone
+ * (this one until the probe) put it first.
+ */
+const DISTINCTIVE_QUERY = 'check whether a version satisfies a semver range';
+const DISTINCTIVE_TEXTS: Record<string, string> = {
+  semver: 'semver, the semantic versioner for npm. satisfies(version, range): return true if the version satisfies the range.',
+  'path-type': 'isFile(path): check whether the passed path is a file. isDirectory(path): check whether the passed path is a directory.',
+  ...Object.fromEntries(Array.from({ length: 28 }, (_, index) => [`semver-${index}`, `helper${index}(version, range) in semver: one more helper for a version and a range.`])),
+  // Notes make "check" and "whether" common words of the collection, as they are in real READMEs.
+  ...Object.fromEntries(Array.from({ length: 30 }, (_, index) => [`note-${index}`, `note ${index}: ${index % 2 === 0 ? 'check' : 'whether'} the settings before release ${index}.`])),
 };
 
 const vector = (seed: number) => Array.from({ length: DIMENSION }, (_, index) => Math.sin(seed * 7 + index));
@@ -35,10 +57,10 @@ for (const backend of testBackends()) {
     const cookie = await setupAdmin(ctx.app);
     const api = providerApi(ctx.app, { cookie });
 
-    const makeCollection = async (name: string, extra: Record<string, unknown> = {}) => {
+    const makeCollection = async (name: string, extra: Record<string, unknown> = {}, texts = TEXTS) => {
       await api.createCollection({ name, dimension: DIMENSION, default_search_mode: 'keyword', ...extra });
       await api.ok('POST', `/v1/collections/${name}/vectors/upsert`, {
-        vectors: Object.entries(TEXTS).map(([id, text], index) => ({ id, text, embedding: vector(index + 1) })),
+        vectors: Object.entries(texts).map(([id, text], index) => ({ id, text, embedding: vector(index + 1) })),
       });
     };
     const ids = (answer: { results: Array<{ id: string }> }) => answer.results.map((result) => result.id);
@@ -47,14 +69,15 @@ for (const backend of testBackends()) {
     const firstStage = await api.query('plain', { query: QUERY, top_k: 10 });
 
     await t.test('rerank: true reorders by the local reranker and keeps top_k', async (t) => {
-      t.equal(ids(firstStage)[0], 'reversed', 'BM25 alone ranks the bare word list first');
+      t.equal(ids(firstStage)[0], 'stuffed', 'BM25 alone ranks the repeated words first');
       t.notOk('rerank_ms' in firstStage.timings, 'no rerank stage unless asked');
-      const scores = localRelevanceScores(QUERY, firstStage.results.map((result: { id: string; text: string }) => ({ id: result.id, text: result.text })));
+      const scores = localRerankScores(QUERY, firstStage.results.map((result: { id: string; text: string }) => ({ id: result.id, text: result.text })));
       const expected = firstStage.results.map((result: { id: string }, index: number) => ({ id: result.id, score: scores[index]! }))
         .sort((a: { score: number }, b: { score: number }) => b.score - a.score);
       const reranked = await api.query('plain', { query: QUERY, top_k: 3, rerank: true });
       t.same(ids(reranked), expected.slice(0, 3).map((item: { id: string }) => item.id));
       t.equal(ids(reranked)[0], 'exact', 'the text saying exactly the query comes first');
+      t.notSame(ids(reranked), ids(firstStage).slice(0, 3), 'the order changed');
       t.equal(reranked.total, 3);
       for (const result of reranked.results) {
         t.equal(result.score, result.scores.rerank, 'score is the reranker score');
@@ -70,6 +93,15 @@ for (const backend of testBackends()) {
       t.ok(position >= 1, `first stage puts it at ${position + 1}`);
       const answer = await api.query('plain', { query: QUERY, top_k: 1, rerank: true });
       t.same(ids(answer), ['exact']);
+    });
+
+    await t.test('the probe\'s semver question: the first stage\'s answer stays first', async (t) => {
+      await makeCollection('distinctive', {}, DISTINCTIVE_TEXTS);
+      const candidates = ids(await api.query('distinctive', { query: DISTINCTIVE_QUERY, top_k: 30 }));
+      t.same(candidates.slice(0, 2), ['semver', 'path-type'], 'the first stage ranks the answer first, the path-type chunk second');
+      t.equal(candidates.filter((id) => id.startsWith('semver')).length, 29, 'nearly every candidate says semver, version and range');
+      const reranked = await api.query('distinctive', { query: DISTINCTIVE_QUERY, top_k: 3, rerank: true });
+      t.equal(ids(reranked)[0], 'semver');
     });
 
     await t.test('reranking_enabled makes reranking the default; rerank: false turns it off', async (t) => {
