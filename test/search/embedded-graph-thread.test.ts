@@ -1,6 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import t from 'tap';
-import { CollectionVectors } from '../../plugins/vector-store/embedded/collection-vectors.js';
+import { CollectionVectors, defaultAnnSettings, type StoredVector } from '../../plugins/vector-store/embedded/collection-vectors.js';
 import { defaultSearchThresholds, searchCollectionVectors } from '../../plugins/vector-store/embedded/filtered-search.js';
+import { GraphSnapshots } from '../../plugins/vector-store/embedded/graph-snapshots.js';
 import { GraphThread } from '../../plugins/vector-store/embedded/graph-thread.js';
 import { killGraphThread, recordGraphRequests } from '../support/graph-thread-control.js';
 
@@ -12,17 +17,29 @@ function rowVector(row: number): Float32Array {
   return Float32Array.from({ length: dimension }, (_, index) => Math.sin(row * (index + 1) * 0.37) + (index === row % dimension ? 2 : 0));
 }
 
+/** Rows `first` to `first + count - 1`, each keyed by its row number. */
+function rows(first: number, count: number): StoredVector[] {
+  return Array.from({ length: count }, (_, offset) => ({ key: first + offset, embedding: rowVector(first + offset), metadata: {}, tenant: null }));
+}
+
 async function filledCollection(graphs: GraphThread): Promise<CollectionVectors> {
   const vectors = new CollectionVectors(dimension, graphs);
-  for (let start = 0; start < rowCount; start += 1000) {
-    vectors.upsert(Array.from({ length: Math.min(1000, rowCount - start) }, (_, offset) => ({
-      key: start + offset, embedding: rowVector(start + offset), metadata: {}, tenant: null,
-    })));
-  }
+  for (let start = 0; start < rowCount; start += 1000) vectors.upsert(rows(start, Math.min(1000, rowCount - start)));
   return vectors;
 }
 
 const query = { unitQuery: rowVector(42).map((value, _, row) => value / Math.hypot(...row)), topK: 5, tenant: null, filter: null };
+
+/**
+ * One graph insert request that keeps the graph thread busy for a while (8-dim rows cost 10-16 µs
+ * each: 0.2-0.3 s), as a 4,096-chunk ingestion slice does with 384-dim rows.
+ */
+const largeInsertRows = 20_000;
+
+/** `promise`, noting `label` in `order` when it settles: the order answers came in, not how long they took. */
+function noted<T>(order: string[], label: string, promise: Promise<T>): Promise<T> {
+  return promise.finally(() => order.push(label));
+}
 
 t.test('a search sees every write posted before it, without waiting for the writes', async (t) => {
   const graphs = new GraphThread();
@@ -35,6 +52,91 @@ t.test('a search sees every write posted before it, without waiting for the writ
   t.notOk(afterRemoval.some((hit) => hit.key === 42), 'a removal posted before the search is applied before it');
   await vectors.graphCurrent();
   t.ok(vectors.graphUsable, 'the answers came from the graph, not from the exact fallback');
+});
+
+t.test('a search is answered while the graph thread is still inserting a large batch of another collection', async (t) => {
+  const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
+  const queried = await filledCollection(graphs);
+  await queried.graphCurrent();
+  const written = new CollectionVectors(dimension, graphs);
+  written.upsert(rows(0, largeInsertRows));
+  const requests = recordGraphRequests(graphs);
+  const order: string[] = [];
+  const inserted = noted(order, 'insert applied', written.graphCurrent());
+  const hits = await noted(order, 'search answered', searchCollectionVectors(queried, query, defaultSearchThresholds));
+  await inserted;
+  t.same(order, ['search answered', 'insert applied'], 'the search did not wait for the insert sent before it');
+  t.same(requests, ['sync', 'search'], 'the answer came from the graph');
+  t.equal(hits[0]!.key, 42);
+});
+
+t.test('a search does not wait for its own collection\'s graph writes either, and sees every one of them', async (t) => {
+  const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
+  const vectors = await filledCollection(graphs);
+  await vectors.graphCurrent();
+  // The graph thread applies the writes below only after this insert.
+  vectors.upsert(rows(rowCount, largeInsertRows));
+  const copyOf42 = rowCount + largeInsertRows;
+  vectors.upsert([{ key: copyOf42, embedding: rowVector(42), metadata: {}, tenant: null }]);
+  vectors.upsert([{ key: 7, embedding: rowVector(42), metadata: {}, tenant: null }]);
+  vectors.remove([42, ...Array.from({ length: 3000 }, (_, offset) => 1000 + offset)]);
+  const requests = recordGraphRequests(graphs);
+  const order: string[] = [];
+  const applied = noted(order, 'writes applied', vectors.graphCurrent());
+  const hits = await noted(order, 'search answered', searchCollectionVectors(vectors, query, defaultSearchThresholds));
+  const largeRow = rowCount + 12_345;
+  const unitLargeRow = rowVector(largeRow).map((value, _, row) => value / Math.hypot(...row));
+  const largeRowHits = await noted(order, 'search answered', searchCollectionVectors(vectors, { ...query, unitQuery: unitLargeRow }, defaultSearchThresholds));
+  await applied;
+  t.same(order, ['search answered', 'search answered', 'writes applied'], 'both searches were answered before the graph had applied the writes');
+  t.same(requests, ['sync', 'search', 'search'], 'both answers came from the graph');
+  t.same(hits.slice(0, 2).map((hit) => hit.key), [7, copyOf42], 'a new row and a replaced row are found with the vectors they have now');
+  t.ok(hits.slice(0, 2).every((hit) => Math.abs(hit.score - 1) < 1e-6), 'scored with their new vectors');
+  t.notOk(hits.some((hit) => hit.key === 42), 'a removed row is not returned, though the graph still held it');
+  t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answer');
+  t.equal(largeRowHits[0]!.key, largeRow, 'a row of the insert the graph was still applying is found');
+  t.ok(vectors.graphUsable, 'every write was applied to the graph without failing');
+  t.same(await searchCollectionVectors(vectors, query, defaultSearchThresholds), hits, 'the graph that applied them answers the same');
+});
+
+t.test('a graph saved while inserts are still pending holds them: a save waits for the writes sent before it', async (t) => {
+  const graphs = new GraphThread();
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'rs-graph-snapshot-'));
+  t.teardown(async () => {
+    await graphs.close();
+    await rm(directory, { recursive: true, force: true });
+  });
+  const vectors = await filledCollection(graphs);
+  vectors.upsert(rows(rowCount, largeInsertRows));
+  const snapshots = new GraphSnapshots(directory);
+  const collectionId = randomUUID();
+  await snapshots.save(collectionId, vectors, defaultAnnSettings);
+  // As at the next start: the same rows placed without a graph, then the saved graph loaded.
+  const restarted = new CollectionVectors(dimension, graphs);
+  restarted.upsert(rows(0, rowCount + largeInsertRows), { graph: false });
+  const snapshot = await snapshots.take(collectionId);
+  t.ok(snapshot && await snapshot.matches(restarted, defaultAnnSettings), 'the snapshot was made from exactly these rows');
+  t.ok(await restarted.loadGraph(snapshot!.graphFile), 'its graph holds every row, those of the insert pending at the save included');
+});
+
+t.test('a graph built at a start takes inserts afterwards and answers from them', async (t) => {
+  const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
+  const vectors = new CollectionVectors(dimension, graphs);
+  vectors.upsert(rows(0, rowCount), { graph: false });
+  await vectors.addAllToGraph(1000);
+  // Fewer rows than the graph has room for: an insert on more threads than it was grown for would fail.
+  const copyOf42 = rowCount + 2000;
+  vectors.upsert(rows(rowCount, 2000));
+  vectors.upsert([{ key: copyOf42, embedding: rowVector(42), metadata: {}, tenant: null }]);
+  await vectors.graphCurrent();
+  t.ok(vectors.graphUsable, 'every insert succeeded');
+  const requests = recordGraphRequests(graphs);
+  const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
+  t.same(hits.slice(0, 2).map((hit) => hit.key), [42, copyOf42], 'rows from before and after the start are found');
+  t.same(requests, ['search'], 'by the graph');
 });
 
 t.test('a graph thread that is gone costs speed, not answers: searches scan exactly', async (t) => {

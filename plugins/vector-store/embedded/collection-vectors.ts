@@ -1,7 +1,9 @@
 /**
  * One collection's vectors in memory: a `RowBlock` per tenant (rows of one tenant contiguous, so a
  * tenant restriction scans only that tenant's rows, sequentially), the location of every key, and
- * a usearch HNSW graph over all rows for approximate search, kept on the graph thread.
+ * a usearch HNSW graph over all rows for approximate search, kept on the graph thread. The graph
+ * answers a search without waiting for the inserts it has not applied yet (graph-worker.ts); the
+ * rows of those inserts are candidates of every search until the graph holds them.
  */
 import { createHash } from 'node:crypto';
 import type { VectorHit } from '../../../src/plugins.js';
@@ -51,6 +53,10 @@ export class CollectionVectors {
   private readonly graph: number;
   /** Set when a graph request failed: the graph may lack rows, so searches scan exactly until the next start rebuilds it. */
   private graphFailure: Error | undefined;
+  /** Numbers the graph inserts, so that an insert's answer releases only the keys no later insert carries. */
+  private graphInsertsSent = 0;
+  /** Keys whose row is in a graph insert not answered yet, with that insert's number. */
+  private readonly keysAwaitingGraph = new Map<number, number>();
 
   constructor(
     readonly dimension: number,
@@ -125,9 +131,18 @@ export class CollectionVectors {
     if (graph) this.watch(this.addToGraph(annKeys, annRows));
   }
 
-  /** Hands the rows to the graph thread (the buffers move there). */
+  /** Hands the rows to the graph thread (the buffers move there); searches score them until it answers. */
   private addToGraph(keys: BigUint64Array, unitRows: Float32Array): Promise<null> {
-    return this.graphs.send({ op: 'add', graph: this.graph, keys, rows: unitRows }, [keys.buffer as ArrayBuffer, unitRows.buffer as ArrayBuffer]);
+    const insert = ++this.graphInsertsSent;
+    const awaiting = Array.from(keys, Number);
+    for (const key of awaiting) this.keysAwaitingGraph.set(key, insert);
+    const sent = this.graphs.send<null>({ op: 'add', graph: this.graph, keys, rows: unitRows }, [keys.buffer as ArrayBuffer, unitRows.buffer as ArrayBuffer]);
+    // A failed insert releases its keys too: the graph is then not searched any more.
+    const release = () => {
+      for (const key of awaiting) if (this.keysAwaitingGraph.get(key) === insert) this.keysAwaitingGraph.delete(key);
+    };
+    sent.then(release, release);
+    return sent;
   }
 
   /** Adds every placed row to an empty graph, `rowsPerSlice` at a time, one slice in flight. */
@@ -222,17 +237,27 @@ export class CollectionVectors {
   }
 
   /**
-   * The HNSW graph's `count` nearest keys, in its order (callers rescore with `similarity`); null
-   * when the graph could not answer (its thread died, say), which is remembered like a failed write.
+   * Candidates for the `count` nearest rows, unordered (callers score them with `similarity`): the
+   * graph's `count` nearest keys, plus every row of an insert the graph had not answered when the
+   * search was sent, since the graph may not hold it yet; only keys of rows held now. Null when the
+   * graph could not answer (its thread died, say), which is remembered like a failed write.
    */
   async approximateNearestKeys(unitQuery: Float32Array, count: number): Promise<number[] | null> {
     if (this.size === 0) return [];
+    // Taken before sending: an insert answered later may have been applied after the search ran.
+    const awaitingGraph = [...this.keysAwaitingGraph.keys()];
+    let graphKeys: number[];
     try {
-      return await this.graphs.send<number[]>({ op: 'search', graph: this.graph, query: unitQuery, count: Math.min(count, this.size) });
+      graphKeys = await this.graphs.send<number[]>({ op: 'search', graph: this.graph, query: unitQuery, count: Math.min(count, this.size) });
     } catch (error) {
       this.markGraphFailed(error);
       return null;
     }
+    // The graph may still hold rows removed meanwhile (their removal waits behind other writes).
+    const candidates = new Set<number>();
+    for (const key of graphKeys) if (this.locationOfKey.has(key)) candidates.add(key);
+    for (const key of awaitingGraph) if (this.locationOfKey.has(key)) candidates.add(key);
+    return [...candidates];
   }
 
   private blockFor(tenant: string | null): RowBlock {

@@ -112,7 +112,7 @@ async function approximateThenExact(vectors: CollectionVectors, query: Collectio
     const keys = await vectors.approximateNearestKeys(unitQuery, requested);
     if (keys === null) break;
     const hits = keys.filter(isAllowed).map((key) => ({ key, score: vectors.similarity(unitQuery, key) }));
-    // Enough allowed hits, or the graph returned every row (its answer is then the exact one).
+    // Enough allowed hits, or every row was a candidate (the answer is then the exact one).
     if (hits.length >= topK || keys.length === vectors.size) return hits.sort(compareHits).slice(0, topK);
     if (requested >= vectors.size) break;
     requested = Math.min(vectors.size, requested * thresholds.oversampling);

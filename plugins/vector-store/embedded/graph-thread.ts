@@ -3,9 +3,11 @@
  * the costliest step of writing a vector (~0.15-0.4 ms a vector for local-embedder vectors, which
  * spread widely); done on the main thread it took ~20 % of that thread's time while ingesting
  * (bench/search/ingest-profile.ts), stalling HTTP and the next batch. Writes are posted and not
- * waited for; requests are applied in order, so a search sees every write posted before it. The
- * thread starts with the first graph and keeps the process alive only while a request is out; one
- * that dies is replaced on the next request.
+ * waited for. The thread applies each graph's writes in the order they were sent, and answers a
+ * search without waiting for them (graph-worker.ts); CollectionVectors scores the rows of inserts
+ * not answered yet itself, so a search still sees every write made before it. The thread starts
+ * with the first graph and keeps the process alive only while a request is out; one that dies is
+ * replaced on the next request.
  */
 import { startModuleWorker } from '../../../src/threads/module-worker.js';
 import { ThreadRequests } from '../../../src/threads/thread-requests.js';

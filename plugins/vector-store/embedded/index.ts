@@ -6,7 +6,8 @@
  * (~130-200 rows/s); this store inserts ~6,800 vectors/s with persistence, graph inserts included,
  * on a 2-core machine (bench/results/vector-stores.json, 100k vectors). The graphs live on a thread
  * of their own (graph-thread.ts): an upsert returns once the row is in the table and in memory, and
- * the graph insert follows.
+ * the graph insert follows. Searches wait for no graph insert, of their collection or another: a
+ * row the graph does not hold yet is scored exactly (collection-vectors.ts).
  *
  * Memory per 384-dim vector: 1.5 kB of f32 row (exact scans, scores), 0.8 kB of f16 copy in the
  * HNSW graph and ~0.3 kB of its links: ~2.6 kB, ~260 MB per million vectors.
