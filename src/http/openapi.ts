@@ -23,7 +23,15 @@ interface OperationDocs {
    * would make Fastify validate the stream) or fields the service refuses by name with its own 400.
    */
   body?: TSchema;
+  /** The route takes no body as an empty one (it fills it in before validation). */
+  bodyOptional?: boolean;
 }
+
+/**
+ * @fastify/swagger marks every body required, since Fastify refuses a missing one; it copies `x-`
+ * keys of the schema onto the operation, so this one carries the exception to `withOptionalBodies`.
+ */
+const OPTIONAL_BODY = 'x-optional-body';
 
 const SUCCESS_DESCRIPTIONS: Record<SuccessStatus, string> = {
   200: 'OK',
@@ -100,8 +108,22 @@ function documentOperation({ schema = {}, url, route }: { schema: FastifySchema 
     ...(schema.querystring ? { querystring: defaultsOptional(schema.querystring) } : {}),
     ...(route.config?.openapi?.body ? { body: route.config.openapi.body } : {}),
     ...(route.config?.access?.kind === 'open' ? { security: [] } : {}),
+    ...(route.config?.openapi?.bodyOptional ? { [OPTIONAL_BODY]: true } : {}),
   };
   return { schema: documented, url };
+}
+
+type Operation = { requestBody?: { required?: boolean }; [OPTIONAL_BODY]?: boolean };
+
+function withOptionalBodies<Document extends { paths?: object }>(document: Document): Document {
+  for (const operations of Object.values(document.paths ?? {}) as Array<Record<string, unknown> | undefined>) {
+    for (const operation of Object.values(operations ?? {}) as Operation[]) {
+      if (!operation[OPTIONAL_BODY]) continue;
+      delete operation[OPTIONAL_BODY];
+      if (operation.requestBody) operation.requestBody.required = false;
+    }
+  }
+  return document;
 }
 
 /** The OpenAPI document is generated from the route schemas and served at /docs/json. */
@@ -120,6 +142,8 @@ export const openapi = fp(async (app: FastifyInstance) => {
       security: [{ apiKey: [] }, { session: [] }],
     },
     transform: documentOperation,
+    // Only the `openapi` document is configured; a Swagger 2 one would be passed on unchanged.
+    transformObject: (document) => ('openapiObject' in document ? withOptionalBodies(document.openapiObject) : document.swaggerObject),
   });
   app.get('/docs/json', { config: OPEN, schema: { hide: true } }, async () => app.swagger());
 }, { name: 'openapi' });

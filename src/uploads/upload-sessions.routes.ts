@@ -23,7 +23,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   const tags = ['upload sessions'];
 
   app.post('/v1/collections/:name/uploads', {
-    config: { ...scope('document:upload'), openapi: { success: 201 } },
+    config: { ...scope('document:upload'), openapi: { success: 201, bodyOptional: true } },
     schema: { tags, params: NameParams, body: SessionCreateBody, summary: 'Open an upload session (optional JSON body `{metadata, on_duplicate}`); 201' },
     // The body is optional: no body is an empty one.
     preValidation: async (request) => {

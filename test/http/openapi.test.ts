@@ -5,7 +5,7 @@ import { ADMIN, adminTestApp, bearer, buildTestApp, createApiKey, multipartUploa
 interface Operation {
   security?: unknown[];
   parameters?: Array<{ in: string; name: string; required: boolean; schema: { default?: unknown } }>;
-  requestBody?: { content: Record<string, { schema: { properties: Record<string, any>; required?: string[]; additionalProperties?: unknown } }> };
+  requestBody?: { required?: boolean; content: Record<string, { schema: { properties: Record<string, any>; required?: string[]; additionalProperties?: unknown } }> };
   responses: Record<string, { description: string; content?: Record<string, { schema: unknown }> }>;
 }
 interface OpenApiDocument { security: unknown[]; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, any> } }
@@ -193,6 +193,12 @@ for (const backend of testBackends()) {
     await app.inject({ method: 'POST', url: '/v1/collections', headers: { cookie }, payload: { name: 'forms' } });
     t.equal((await app.inject({ method: 'POST', url: '/v1/collections/forms/documents', headers: { cookie, ...bare.headers }, payload: bare.payload })).statusCode, 202, 'the documented form is not validated');
 
+    const session = doc.paths['/v1/collections/{name}/uploads']!.post!;
+    t.equal(session.requestBody!.required, false, 'opening an upload session takes no body');
+    t.notOk('x-optional-body' in session, 'the marker is not left in the document');
+    t.equal(doc.paths['/v1/collections']!.post!.requestBody!.required, true, 'other bodies stay required');
+    const opened = await app.inject({ method: 'POST', url: '/v1/collections/forms/uploads', headers: { cookie } });
+    t.equal(opened.statusCode, 201, 'and the service agrees');
     const update = doc.paths['/v1/collections/{name}']!.patch!.requestBody!.content['application/json']!.schema;
     t.equal(update.additionalProperties, false, 'a collection update takes the updatable fields only');
     t.ok(['description', 'metadata', 'default_top_k', 'reranking_enabled'].every((field) => field in update.properties));
