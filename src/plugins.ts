@@ -63,6 +63,12 @@ export interface ParsedDocument {
   elements: DocumentElement[];
   /** Title found in the document itself (first h1, <title>, PDF info...). */
   title?: string;
+  /**
+   * What the file says about itself (front matter; `author`, `description`, `keywords`,
+   * `created_at`, `modified_at` from document properties; PDF `pages`...). Stored as the document's
+   * `source_metadata`; its strings, numbers, booleans and lists of them also go onto every chunk's
+   * metadata, beneath the chunk's own keys and the upload metadata (src/ingestion/source-metadata).
+   */
   metadata?: Record<string, unknown>;
 }
 

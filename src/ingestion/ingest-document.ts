@@ -9,6 +9,7 @@ import { removeEntriesOfDeletedRows, removeFromIndexes } from '../search/search-
 import type { FileStore } from '../storage/file-store.js';
 import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
 import { detectParser } from './parser-selection.js';
+import { sourceMetadataForChunks } from './source-metadata.js';
 
 export interface IngestionRuntime {
   sql: SqlRunner;
@@ -46,6 +47,8 @@ interface DocumentRow {
 interface PreparedDocument {
   row: DocumentRow;
   title: string | undefined;
+  /** The parser's `metadata`, through JSON: it is stored, and a plugin may return anything. */
+  sourceMetadata: Record<string, unknown>;
   elements: DocumentElement[];
   elementFiles: Array<ElementFile | null>;
   chunks: ElementChunk[];
@@ -128,7 +131,8 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
   }
   // A document with nothing to search was marked ready with 0 chunks, and nothing told its uploader why it was never found.
   if (chunks.length === 0) throw new IngestionError('parsing', 'the file holds no text to index (a scanned PDF or a picture needs OCR first, which the service does not do)', false);
-  return { row, title: parsed.title, elements: images.elements, elementFiles: images.files, chunks };
+  const sourceMetadata = JSON.parse(JSON.stringify(parsed.metadata ?? {})) as Record<string, unknown>;
+  return { row, title: parsed.title, sourceMetadata, elements: images.elements, elementFiles: images.files, chunks };
 }
 
 function elementRows(documents: PreparedDocument[]) {
@@ -149,16 +153,19 @@ interface ChunkRow {
 }
 
 function chunkRows(documents: PreparedDocument[]): ChunkRow[] {
-  return documents.flatMap((document) => document.chunks.map((chunk) => ({
-    id: documentChunkId(document.row.id, chunk.index),
-    documentId: document.row.id,
-    chunkIndex: chunk.index,
-    text: chunk.text,
-    // Upload metadata on every chunk, so callers always find and can filter on what they sent: it
-    // wins over the chunk's own `heading_path` and `page` when it has keys of those names.
-    metadata: { heading_path: chunk.headingPath, ...(chunk.page !== undefined ? { page: chunk.page } : {}), ...document.row.metadata },
-    tenant: document.row.tenant,
-  })));
+  return documents.flatMap((document) => {
+    const fromSource = sourceMetadataForChunks(document.sourceMetadata);
+    return document.chunks.map((chunk) => ({
+      id: documentChunkId(document.row.id, chunk.index),
+      documentId: document.row.id,
+      chunkIndex: chunk.index,
+      text: chunk.text,
+      // Upload metadata on every chunk, so callers always find and can filter on what they sent: it
+      // wins over the chunk's own `heading_path` and `page`, and over what the file says of itself.
+      metadata: { ...fromSource, heading_path: chunk.headingPath, ...(chunk.page !== undefined ? { page: chunk.page } : {}), ...document.row.metadata },
+      tenant: document.row.tenant,
+    }));
+  });
 }
 
 /** Removes the chunks (with their index entries) and elements of documents: after a failed write. */
@@ -281,10 +288,13 @@ async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRe
   await removeChunksPastTheEnd(runtime, collection, documents);
   await runtime.sql(
     `update documents d set status = 'ready', error = null, chunk_count = u.chunk_count, title = coalesce(u.title, d.title),
+       source_metadata = u.source_metadata,
        progress = jsonb_build_object('stage', 'done', 'percent', 100, 'message', u.chunk_count || case when u.chunk_count = 1 then ' chunk indexed' else ' chunks indexed' end),
        processed_at = now(), updated_at = now()
-     from jsonb_to_recordset(?::jsonb) as u(id uuid, chunk_count int, title text) where d.id = u.id`,
-    [JSON.stringify(documents.map((document) => ({ id: document.row.id, chunk_count: document.chunks.length, title: document.title ?? null })))],
+     from jsonb_to_recordset(?::jsonb) as u(id uuid, chunk_count int, title text, source_metadata jsonb) where d.id = u.id`,
+    [JSON.stringify(documents.map((document) => ({
+      id: document.row.id, chunk_count: document.chunks.length, title: document.title ?? null, source_metadata: document.sourceMetadata,
+    })))],
   );
   await runtime.recordWrite(collection.id);
 }

@@ -110,14 +110,22 @@ t.test('markdown: element types, heading paths, title and front matter', async (
   ]);
   t.same(document.elements[6].metadata, { language: 'js' });
   t.equal(document.title, 'Front matter title', 'the front matter title wins over the first h1');
-  // Only simple scalars are kept: the flow list and the nested map are skipped.
-  t.same(document.metadata, { title: 'Front matter title', draft: false, weight: 3 });
+  // Read as YAML: the flow list and the nested map are kept as they were written.
+  t.same(document.metadata, { title: 'Front matter title', draft: false, weight: 3, tags: ['a', 'b'], nested: { key: 1 } });
 });
 
 t.test('markdown: edge cases', async (t) => {
   const withoutH1 = await parse(markdownParserPlugin, 'post.md', '---\ntitle: Only in front matter\n---\nBody.\n');
   t.equal(withoutH1.title, 'Only in front matter');
   t.same(outline(withoutH1.elements), [['paragraph', 'Body.', []]]);
+
+  // "---", a line, "---" is a thematic break and a setext heading in Markdown unless it is a YAML mapping.
+  const notYaml = await parse(markdownParserPlugin, 'rules.md', '---\nHouse rules\n---\nNo running on the quay.\n');
+  t.same(outline(notYaml.elements), [['heading', 'House rules', [], 2], ['paragraph', 'No running on the quay.', ['House rules']]]);
+  t.equal(notYaml.metadata, undefined);
+  const unparsable = await parse(markdownParserPlugin, 'broken.md', '---\ntitle: [unclosed\n---\nText.\n');
+  t.same(outline(unparsable.elements), [['paragraph', 'Text.', []]], 'front matter that is not valid YAML is dropped, not indexed');
+  t.equal(unparsable.metadata, undefined, 'and gives no metadata');
 
   const plain = await parse(markdownParserPlugin, 'plain.md', '## Level two first\n\ntext\n\n- [x] done\n- [ ] todo\n\n<div>raw <b>html</b></div>\n\n---\n');
   t.same(outline(plain.elements), [

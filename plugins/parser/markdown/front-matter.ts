@@ -1,38 +1,38 @@
 /**
- * YAML front matter ("---" on the first line, up to a closing "---" or "..."). Only top-level
- * `key: value` lines with a simple scalar value (string, number, boolean) are read (its `title`
- * names the document); nested maps, lists and block scalars are skipped rather than half-parsed,
- * so the service needs no YAML parser.
+ * YAML front matter: "---" on the first line, up to a closing "---" or "...", read with the
+ * `yaml` package (YAML 1.2 core schema, so dates stay the strings they were written as and every
+ * value is JSON). Its `title` names the document; the whole mapping becomes the document's
+ * metadata. A block that is YAML but not a mapping ("---\nSome text\n---" is a thematic break and
+ * a setext heading in Markdown) is left in the body as Markdown; one that does not parse is front
+ * matter gone wrong, dropped without metadata rather than indexed as a heading of YAML syntax.
  */
+import { parse } from 'yaml';
+
 export interface FrontMatter {
   /** The document after the front matter. */
   body: string;
-  metadata: Record<string, string | number | boolean>;
+  metadata: Record<string, unknown>;
 }
 
-const frontMatterBlock = /^---[ \t]*\n(?:([\s\S]*?)\n)?(?:---|\.\.\.)[ \t]*(?:\n|$)/;
-const scalarLine = /^([A-Za-z_][\w.-]*)[ \t]*:[ \t]+(.+)$/;
+const frontMatterBlock = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|$)/;
 
-function scalarValue(written: string): string | number | boolean | undefined {
-  const value = written.replace(/[ \t]+#.*$/, '').trim();
-  if (value === '' || /^[[{|>&*!]/.test(value)) return undefined;
-  const quoted = /^(["'])(.*)\1$/.exec(value);
-  if (quoted) return quoted[1] === '"' ? quoted[2].replace(/\\"/g, '"') : quoted[2].replace(/''/g, "'");
-  if (/^(true|false)$/i.test(value)) return value.toLowerCase() === 'true';
-  if (/^(null|~)$/i.test(value)) return undefined;
-  if (/^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(value)) return Number(value);
-  return value;
+function yamlMapping(source: string): Record<string, unknown> | null {
+  let value: unknown;
+  try {
+    value = parse(source, { schema: 'core', uniqueKeys: false });
+  } catch {
+    return {};
+  }
+  if (value === null || value === undefined) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) return null;
+  // Through JSON: non-finite numbers (.inf, .nan) become null, as they would in the database.
+  return JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
 }
 
 export function splitFrontMatter(markdown: string): FrontMatter {
   const block = frontMatterBlock.exec(markdown);
   if (!block) return { body: markdown, metadata: {} };
-  const metadata: Record<string, string | number | boolean> = {};
-  for (const line of (block[1] ?? '').split('\n')) {
-    const pair = scalarLine.exec(line);
-    if (!pair) continue;
-    const value = scalarValue(pair[2]);
-    if (value !== undefined) metadata[pair[1]] = value;
-  }
+  const metadata = yamlMapping(block[1] ?? '');
+  if (metadata === null) return { body: markdown, metadata: {} };
   return { body: markdown.slice(block[0].length), metadata };
 }

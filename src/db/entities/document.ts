@@ -25,6 +25,8 @@ export const Document = defineEntity({
     metadata: p.json<Record<string, unknown>>(),
     tenant: p.text().nullable(),
     title: p.text().nullable(),
+    /** What the file says about itself, as its parser read it (front matter, document properties). */
+    sourceMetadata: p.json<Record<string, unknown>>(),
     status: p.string().$type<DocumentStatus>(),
     progress: p.json<DocumentProgress>().nullable(),
     error: p.text().nullable(),
