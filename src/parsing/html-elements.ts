@@ -13,10 +13,12 @@
  * Page chrome is skipped with its content (src/parsing/html-boilerplate.ts). Exception: a
  * <header> inside <article> or <main> is the article's own header (it usually holds the h1).
  * Whitespace collapses to single spaces except in <pre>; <br> keeps a line break in paragraphs.
- * The title is <title>, else the first h1.
+ * The title is <title>, else the first h1. With `documentProperties`, <meta name="author">,
+ * "description" and "keywords" become metadata (src/parsing/document-properties.ts).
  */
 import { Parser as HtmlTokenizer } from 'htmlparser2';
 import type { DocumentElement, ParsedDocument } from '../plugins.js';
+import { collapseWhitespace, documentPropertyMetadata } from './document-properties.js';
 import { boilerplateTags, isBoilerplateElement } from './html-boilerplate.js';
 import { HeadingTrail } from './heading-trail.js';
 
@@ -29,6 +31,12 @@ export interface ResolvedImage {
 export interface HtmlElementOptions {
   /** Looks up an <img src>; undefined drops the image (e.g. a remote URL the service will not fetch). */
   resolveImage?: (src: string) => ResolvedImage | undefined;
+  /**
+   * Reads the page's <meta> author, description and keywords into `metadata`. Only for a whole page:
+   * a fragment (a raw HTML block in Markdown) describes no document, and a <meta> pasted into one
+   * would otherwise put a stranger's name on the Markdown file's chunks.
+   */
+  documentProperties?: boolean;
 }
 
 const sectioningTags = new Set(['article', 'main']);
@@ -48,10 +56,6 @@ function tidyLines(text: string): string {
     .join('\n');
 }
 
-function collapseWhitespace(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
-}
-
 function codeLanguage(attributes: Record<string, string>): string | undefined {
   return /(?:^|\s)(?:language|lang)-([\w+#.-]+)/.exec(attributes.class ?? '')?.[1];
 }
@@ -66,6 +70,7 @@ class HtmlElementCollector {
   readonly elements: DocumentElement[] = [];
   title: string | undefined;
   firstH1: string | undefined;
+  readonly meta: { author?: string; description?: string; keywords: string[] } = { keywords: [] };
 
   private readonly trail = new HeadingTrail();
   /** Open elements inside the skipped region (htmlparser2 balances every open with a close, implied ones included). */
@@ -102,6 +107,7 @@ class HtmlElementCollector {
       this.skipDepth++;
       return;
     }
+    if (name === 'meta') this.readMeta(attributes);
     if (name === 'title') this.inTitle = true;
     if (sectioningTags.has(name)) this.sectioningDepth++;
     if (this.pre) {
@@ -157,6 +163,16 @@ class HtmlElementCollector {
   onend(): void {
     this.blockBoundary();
     this.flushPendingImages();
+  }
+
+  /** The first non-blank author and description count; every keywords tag adds its keywords. */
+  private readMeta(attributes: Record<string, string>): void {
+    const content = attributes.content ?? '';
+    if (content.trim().length === 0) return;
+    const name = (attributes.name ?? '').trim().toLowerCase();
+    if (name === 'author') this.meta.author ??= content;
+    else if (name === 'description') this.meta.description ??= content;
+    else if (name === 'keywords') this.meta.keywords.push(content);
   }
 
   private appendText(text: string): void {
@@ -309,5 +325,11 @@ export function htmlToElements(html: string, options: HtmlElementOptions = {}): 
   );
   tokenizer.end(html);
   const title = collector.title ?? collector.firstH1;
-  return { elements: collector.elements, ...(title !== undefined ? { title } : {}) };
+  const { author, description, keywords } = collector.meta;
+  const metadata = options.documentProperties ? documentPropertyMetadata({ author, description, keywords: keywords.join(',') }) : {};
+  return {
+    elements: collector.elements,
+    ...(title !== undefined ? { title } : {}),
+    ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+  };
 }

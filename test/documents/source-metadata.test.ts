@@ -1,5 +1,6 @@
 /**
- * Through the API: what a file says about itself (Markdown front matter, a PDF's page count) is the
+ * Through the API: what a file says about itself (Markdown front matter, a PDF's page count and
+ * Info dictionary, an HTML page's <meta> tags) is the
  * document's `source_metadata`, and its filterable values are on every chunk, so queries in every
  * mode can filter on them. Upload metadata wins over them on chunks; nested maps, long strings and
  * a key named like a chunk's own stay on the document.
@@ -24,6 +25,10 @@ summary: ${longSummary}
 
 Pilots guide ships through the channel at high tide.
 `;
+const page = `<html><head><title>Quay rules</title>
+<meta name="author" content="Harbour  Master"><meta name="keywords" content="quay, safety; quay">
+<meta name="description" content="Rules for the quay"></head>
+<body><p>Pilots keep the quay clear for ships.</p></body></html>`;
 const plain = '# Channel\n\nPilots guide ships through the channel at low tide.\n';
 
 for (const backend of testBackends()) {
@@ -38,12 +43,13 @@ for (const backend of testBackends()) {
     };
     const postId = await upload('post.md', post, 'text/markdown', { metadata: JSON.stringify({ author: 'uploader' }) });
     const plainId = await upload('plain.md', plain, 'text/markdown');
-    const pdfId = await upload('manual.pdf', await buildPdf({ pages: [
+    const pageId = await upload('quay.html', page, 'text/html');
+    const pdfId = await upload('manual.pdf', await buildPdf({ author: 'Port Authority', keywords: ['berths', 'tides'], pages: [
       { heading: 'Berths', paragraphs: ['Pilots moor ships at every berth.'] },
       { heading: 'Tides', paragraphs: ['Pilots post tide tables at the harbour office.'] },
     ] }), 'application/pdf');
     const documents = await waitForIngestion(app, 'harbour', admin);
-    t.same(documents.map((document) => document.status), ['ready', 'ready', 'ready']);
+    t.same(documents.map((document) => document.status), ['ready', 'ready', 'ready', 'ready']);
 
     const document = async (id: string) => (await app.inject({ url: `/v1/collections/harbour/documents/${id}`, headers: admin })).json();
     const postDocument = await document(postId);
@@ -52,13 +58,14 @@ for (const backend of testBackends()) {
     }, 'the whole front matter, nested map and list included, is the document\'s source metadata');
     t.same(postDocument.metadata, { author: 'uploader' }, 'the upload metadata is kept apart');
     t.same((await document(plainId)).source_metadata, {}, 'a file without front matter says nothing of itself');
-    t.same((await document(pdfId)).source_metadata, { pages: 2 });
+    t.same((await document(pdfId)).source_metadata, { pages: 2, author: 'Port Authority', keywords: ['berths', 'tides'] }, 'a PDF: pages and its Info dictionary');
+    t.same((await document(pageId)).source_metadata, { author: 'Harbour Master', description: 'Rules for the quay', keywords: ['quay', 'safety'] }, 'an HTML page: its <meta> tags');
 
     const chunks = async (id: string) => (await app.inject({ url: `/v1/collections/harbour/documents/${id}/chunks`, headers: admin })).json().data as Array<{ metadata: Record<string, unknown> }>;
     t.same((await chunks(postId))[0]!.metadata, {
       title: 'Harbour notes', author: 'uploader', tags: ['pilots', 'tides'], draft: false, weight: 3, heading_path: ['Harbour notes'],
     }, 'chunks carry the filterable values; the upload metadata wins; nested maps, long strings and `page` stay on the document');
-    t.same((await chunks(pdfId)).map((chunk) => [chunk.metadata.page, chunk.metadata.pages]), [[1, 2], [2, 2]], 'a PDF chunk keeps its own page beside the page count');
+    t.same((await chunks(pdfId)).map((chunk) => [chunk.metadata.page, chunk.metadata.pages, chunk.metadata.author]), [[1, 2, 'Port Authority'], [2, 2, 'Port Authority']], 'a PDF chunk keeps its own page beside the page count');
 
     for (const mode of ['semantic', 'keyword', 'hybrid']) {
       const query = async (filters: Record<string, unknown>) => {
@@ -73,6 +80,7 @@ for (const backend of testBackends()) {
       t.same(await query({ draft: false }), [postId], `${mode}: a front matter boolean filters`);
       t.same(await query({ author: 'Ada' }), [], `${mode}: the uploaded author, not the file's, is on the chunks`);
       t.same(await query({ pages: { $gte: 2 } }), [pdfId], `${mode}: the PDF page count filters`);
+      t.same((await query({ keywords: { $in: ['safety', 'tides'] } })).sort(), [pageId, pdfId].sort(), `${mode}: keywords of an HTML page and a PDF filter`);
     }
   });
 }

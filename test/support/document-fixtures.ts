@@ -38,12 +38,19 @@ export interface PdfOptions {
   pages: PdfPage[];
   /** The Info dictionary's Title. */
   title?: string;
+  /** The Info dictionary's Author and Keywords. */
+  author?: string;
+  keywords?: string[];
 }
 
 /** A PDF with real text (standard Helvetica), one PDF page per entry of `pages`. */
 export async function buildPdf(options: PdfOptions): Promise<Buffer> {
-  const pdf = await PDFDocument.create();
+  // pdf-lib stamps the time of creation into Info by default; fixtures are the same on every run.
+  const pdf = await PDFDocument.create({ updateMetadata: false });
   if (options.title !== undefined) pdf.setTitle(options.title);
+  if (options.author !== undefined) pdf.setAuthor(options.author);
+  // pdf-lib joins a list with spaces; the parser splits Keywords on commas and semicolons, as most writers separate them.
+  if (options.keywords !== undefined) pdf.setKeywords([options.keywords.join(', ')]);
   const font = await pdf.embedFont(StandardFonts.Helvetica);
   const bold = await pdf.embedFont(StandardFonts.HelveticaBold);
   const picture = options.pages.some((page) => page.image) ? await pdf.embedPng(buildPng()) : undefined;

@@ -7,10 +7,13 @@
  * The zip container is checked before mammoth inflates anything (src/parsing/zip-inspection.ts):
  * a truncated archive or a zip bomb fails here with a reason, never as an out-of-memory crash.
  * mammoth's access to files outside the document (linked pictures) stays off.
- * The title is the document's own (docProps/core.xml dc:title), else the first heading 1.
+ * The title is the document's own (docProps/core.xml dc:title), else the first heading 1. The
+ * other core properties are metadata: dc:creator (`author`), dc:description else dc:subject
+ * (`description`), cp:keywords (a list), dcterms:created/modified (`created_at`/`modified_at`).
  */
 import type { ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { DocumentParseError, reasonOf } from '../../../src/parsing/document-parse-error.js';
+import { documentPropertyMetadata } from '../../../src/parsing/document-properties.js';
 import { htmlToElements, type ResolvedImage } from '../../../src/parsing/html-elements.js';
 import { inspectZipArchive, officeDocumentLimits } from '../../../src/parsing/zip-inspection.js';
 
@@ -31,11 +34,41 @@ function decodeXmlText(text: string): string {
   });
 }
 
-function coreTitle(coreXml: Buffer | undefined): string | undefined {
+function coreTitle(coreXml: string | undefined): string | undefined {
   if (!coreXml) return undefined;
-  const match = /<dc:title[^>]*>([\s\S]*?)<\/dc:title>/.exec(coreXml.toString('utf8'));
+  const match = /<dc:title[^>]*>([\s\S]*?)<\/dc:title>/.exec(coreXml);
   const title = match ? decodeXmlText(match[1]!).replace(/\s+/g, ' ').trim() : '';
   return title.length > 0 ? title : undefined;
+}
+
+/** The decoded text of one core property element (`dc:creator`), undefined when absent or blank. */
+function coreProperty(coreXml: string, tag: string): string | undefined {
+  // The name must end at the tag's end or an attribute: `dc:subject` is no prefix of another property.
+  const match = new RegExp(`<${tag}(?:\\s[^>]*)?>([\\s\\S]*?)</${tag}>`).exec(coreXml);
+  const text = match ? decodeXmlText(match[1]!).trim() : '';
+  return text.length > 0 ? text : undefined;
+}
+
+/**
+ * A W3CDTF date (`2024-01-31T12:00:00Z`, the format core.xml uses). A time without a zone is read
+ * as UTC: `new Date` would read it in the server's zone, giving each deployment its own answer.
+ */
+function coreDate(value: string | undefined): Date | null {
+  const match = value === undefined ? null : /^(\d{4}(?:-\d{2}(?:-\d{2})?)?)(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(Z|[+-]\d{2}:\d{2})?$/.exec(value);
+  if (!match) return null;
+  const [, date, time, zone] = match;
+  return new Date(time ? `${date}${time}${zone ?? 'Z'}` : date!);
+}
+
+function coreProperties(coreXml: string | undefined): Record<string, unknown> {
+  if (!coreXml) return {};
+  return documentPropertyMetadata({
+    author: coreProperty(coreXml, 'dc:creator'),
+    description: coreProperty(coreXml, 'dc:description') ?? coreProperty(coreXml, 'dc:subject'),
+    keywords: coreProperty(coreXml, 'cp:keywords'),
+    created: coreDate(coreProperty(coreXml, 'dcterms:created')),
+    modified: coreDate(coreProperty(coreXml, 'dcterms:modified')),
+  });
 }
 
 interface CapturedImage {
@@ -69,8 +102,14 @@ async function parseDocx(data: Buffer): Promise<ParsedDocument> {
     return portableImageTypes.has(captured.contentType) ? { image: captured, metadata } : { metadata };
   };
   const parsed = htmlToElements(html, { resolveImage });
-  const title = coreTitle(kept.get(corePropertiesEntry)) ?? parsed.title;
-  return { elements: parsed.elements, ...(title !== undefined ? { title } : {}) };
+  const coreXml = kept.get(corePropertiesEntry)?.toString('utf8');
+  const title = coreTitle(coreXml) ?? parsed.title;
+  const metadata = coreProperties(coreXml);
+  return {
+    elements: parsed.elements,
+    ...(title !== undefined ? { title } : {}),
+    ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+  };
 }
 
 const docxParser: Parser = {

@@ -6,6 +6,9 @@
  * Pictures embedded in the page as `data:` URIs become `image` elements. Remote <img src> URLs are
  * not fetched: a parser that made requests on behalf of an uploaded page would let any uploader
  * reach the service's network.
+ *
+ * The page's <meta name="author">, "description" and "keywords" are its metadata (`author`,
+ * `description`, `keywords` as a list); HTML declares no dates.
  */
 import type { ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { decodeTextBuffer } from '../../../src/parsing/decode-text.js';
@@ -21,7 +24,7 @@ function resolveDataUri(src: string): ResolvedImage | undefined {
 }
 
 function parseHtml(html: string): ParsedDocument {
-  return htmlToElements(html, { resolveImage: resolveDataUri });
+  return htmlToElements(html, { resolveImage: resolveDataUri, documentProperties: true });
 }
 
 const htmlParser: Parser = {

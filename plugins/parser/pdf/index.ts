@@ -6,7 +6,8 @@
  * Structure is guessed from the text geometry (./text-layout.ts): paragraphs from line spacing,
  * headings and their levels from font sizes. Pictures become `image` elements (PNG bytes, no
  * text) after their page's text (./page-images.ts). The title is the Info dictionary's Title,
- * else the first level-1 heading.
+ * else the first level-1 heading. Besides `pages`, metadata holds the Info dictionary's Author,
+ * Subject (`description`), Keywords (a list) and CreationDate/ModDate (`created_at`/`modified_at`).
  *
  * pdfjs runs its "worker" in this thread (its fake worker: Node has no Web Workers), with eval off
  * (font programs are interpreted, never compiled from the file), no font faces, no canvas, and
@@ -16,6 +17,7 @@
 import type { TextItem } from 'pdfjs-dist/types/src/display/api.js';
 import type { DocumentElement, ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { DocumentParseError, reasonOf } from '../../../src/parsing/document-parse-error.js';
+import { documentPropertyMetadata } from '../../../src/parsing/document-properties.js';
 import { extractPageImages, type PageImage } from './page-images.js';
 import { linesToElements, pageLines, withoutRunningLines, type TextLine } from './text-layout.js';
 
@@ -46,11 +48,32 @@ async function openPdf(pdfjs: Pdfjs, data: Buffer): Promise<PdfDocument> {
   }
 }
 
-async function documentTitle(pdf: PdfDocument): Promise<string | undefined> {
+/** The Info dictionary's entries; an unreadable one reads as empty, never failing the text. */
+async function documentInfo(pdf: PdfDocument): Promise<Record<string, unknown>> {
   const { info } = await pdf.getMetadata().catch(() => ({ info: undefined }));
-  const title = (info as { Title?: unknown } | undefined)?.Title;
-  const text = typeof title === 'string' ? title.replace(/\s+/g, ' ').trim() : '';
+  return typeof info === 'object' && info !== null ? info as Record<string, unknown> : {};
+}
+
+function documentTitle(info: Record<string, unknown>): string | undefined {
+  const text = typeof info.Title === 'string' ? info.Title.replace(/\s+/g, ' ').trim() : '';
   return text.length > 0 ? text : undefined;
+}
+
+/** A PDF date ("D:20240131120000+01'00'"). Some writers leave out the "D:" the spec asks for; pdfjs then reads nothing. */
+function pdfDate(pdfjs: Pdfjs, value: unknown): Date | null {
+  if (typeof value !== 'string') return null;
+  const text = value.trim();
+  return pdfjs.PDFDateString.toDateObject(/^\d{4}/.test(text) ? `D:${text}` : text);
+}
+
+function documentProperties(pdfjs: Pdfjs, info: Record<string, unknown>): Record<string, unknown> {
+  return documentPropertyMetadata({
+    author: info.Author,
+    description: info.Subject,
+    keywords: info.Keywords,
+    created: pdfDate(pdfjs, info.CreationDate),
+    modified: pdfDate(pdfjs, info.ModDate),
+  });
 }
 
 interface PageContent {
@@ -115,11 +138,12 @@ async function parsePdf(data: Buffer): Promise<ParsedDocument> {
       if (content.images.length > 0) imagesByPage.set(pageNumber, content.images);
     }
     const textElements = linesToElements(withoutRunningLines(lines, pdf.numPages));
-    const title = await documentTitle(pdf) ?? textElements.find((element) => element.type === 'heading' && element.level === 1)?.text;
+    const info = await documentInfo(pdf);
+    const title = documentTitle(info) ?? textElements.find((element) => element.type === 'heading' && element.level === 1)?.text;
     return {
       elements: withImages(textElements, imagesByPage),
       ...(title !== undefined ? { title } : {}),
-      metadata: { pages: pdf.numPages },
+      metadata: { pages: pdf.numPages, ...documentProperties(pdfjs, info) },
     };
   } finally {
     await pdf.destroy();
