@@ -1,3 +1,4 @@
+import { KeyedSerializer } from './concurrency/keyed-serializer.js';
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -58,6 +59,8 @@ export interface AppServices {
   embeddingPresets: EmbeddingPresetService;
   jobs: JobQueue;
   ingestion: IngestionWorker;
+  /** Writes that check, then write, serialized per key (raw-vector ids, upload content hashes). */
+  writeSerializer: KeyedSerializer;
   queryRuntime: QueryRuntime;
   /** Collections by name, cached briefly (see collection-directory.ts). */
   collections: CollectionDirectory;
@@ -147,7 +150,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
 
   return {
     config, db, sql, secrets, settings, apiKeys, apiKeyUsage, plugins, parsers, files, indexes, embeddings, embeddingCache, embeddingUsage, embeddingPresets,
-    jobs, ingestion,
+    jobs, ingestion, writeSerializer: new KeyedSerializer(),
     queryRuntime, collections, collectionDependencies,
     async start() {
       // The embedded database has one process, so whatever is `running` at start was left by a crash.

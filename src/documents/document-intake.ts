@@ -5,6 +5,7 @@ import { createDocuments, discardUpload, documentFromRow, serializeDocument, typ
 import { removalRuntime, removeDocuments, type RemovalRuntime } from './document-removal.js';
 import { valueAtPath } from '../search/filters/match-filter.js';
 import { checkMetadata, tenantFieldPath } from './metadata-rules.js';
+import type { KeyedSerializer } from '../concurrency/keyed-serializer.js';
 
 /**
  * What an upload does when a document with the same content (SHA-256) already exists in the
@@ -21,10 +22,11 @@ export type OnDuplicate = (typeof ON_DUPLICATE)[number];
 
 export interface IntakeRuntime extends RemovalRuntime {
   jobs: JobQueue;
+  writeSerializer: KeyedSerializer;
 }
 
-export function intakeRuntime(services: Parameters<typeof removalRuntime>[0] & { jobs: JobQueue }): IntakeRuntime {
-  return { ...removalRuntime(services), jobs: services.jobs };
+export function intakeRuntime(services: Parameters<typeof removalRuntime>[0] & { jobs: JobQueue; writeSerializer: KeyedSerializer }): IntakeRuntime {
+  return { ...removalRuntime(services), jobs: services.jobs, writeSerializer: services.writeSerializer };
 }
 
 export interface AdmittedFile {
@@ -65,6 +67,14 @@ async function existingCopies(runtime: IntakeRuntime, collection: CollectionReco
  */
 export async function admitFiles(runtime: IntakeRuntime, collection: CollectionRecord, files: NewDocumentInput[], options: IntakeOptions): Promise<AdmittedFile[]> {
   const tenant = checkMetadata(collection, options.metadata);
+  if (options.onDuplicate === 'keep') return admitChecked(runtime, collection, files, options, tenant);
+  // Uploads of the same content check for copies one after the other: two concurrent `replace`
+  // uploads each deleted the old copy and both kept theirs, and two `skip` uploads both stored it.
+  const contentKeys = files.map((file) => `upload:${collection.id}:${file.upload.sha256}`);
+  return runtime.writeSerializer.run(contentKeys, () => admitChecked(runtime, collection, files, options, tenant));
+}
+
+async function admitChecked(runtime: IntakeRuntime, collection: CollectionRecord, files: NewDocumentInput[], options: IntakeOptions, tenant: string | null): Promise<AdmittedFile[]> {
   const copies = options.onDuplicate === 'keep' ? [] : await existingCopies(runtime, collection, files.map((file) => file.upload.sha256), options.metadata, tenant);
   const survivingCopy = new Map<string, DocumentRecord>();
   if (options.onDuplicate === 'skip') for (const copy of copies) if (copy.status !== 'failed' && !survivingCopy.has(copy.sha256)) survivingCopy.set(copy.sha256, copy);

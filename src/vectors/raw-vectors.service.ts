@@ -7,6 +7,15 @@ import type { CollectionDirectory } from '../collections/collection-directory.js
 import type { SqlRunner } from '../plugins.js';
 import { removeEntriesOfDeletedRows, removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
 import { unitVector } from './unit-vector.js';
+import type { KeyedSerializer } from '../concurrency/keyed-serializer.js';
+
+interface PreparedVector {
+  id: string;
+  embedding: Float32Array;
+  text: string;
+  metadata: Record<string, unknown>;
+  tenant: string | null;
+}
 
 export const VectorUpsertBody = Type.Object({
   vectors: Type.Array(Type.Object({
@@ -26,7 +35,11 @@ export interface RawVectorRuntime {
   sql: SqlRunner;
   indexes: SearchIndexes;
   directory: CollectionDirectory;
+  /** Upserts and deletes of one id run one at a time (see KeyedSerializer). */
+  writeSerializer: KeyedSerializer;
 }
+
+const idKeys = (collection: CollectionRecord, ids: Iterable<string>) => [...ids].map((id) => `vector:${collection.id}:${id}`);
 
 /**
  * Raw vectors (custom embeddings) bypass ingestion: each becomes a chunk without a document,
@@ -47,7 +60,12 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
     const tenant = checkMetadata(collection, metadata, `vectors[${index}].metadata`);
     return { id: vector.id, embedding, text: vector.text ?? '', metadata, tenant };
   });
-  const existing = await chunksById(runtime.sql, collection, [...seen]);
+  return runtime.writeSerializer.run(idKeys(collection, seen), () => writeRawVectors(runtime, collection, prepared));
+}
+
+async function writeRawVectors(runtime: RawVectorRuntime, collection: CollectionRecord, prepared: PreparedVector[]): Promise<number> {
+  const seen = prepared.map((vector) => vector.id);
+  const existing = await chunksById(runtime.sql, collection, seen);
   const metadataById = new Map(prepared.map((vector) => [vector.id, vector.metadata]));
   refuseTakenIds(collection, existing, metadataById);
   let keys: Array<number | null> = [];
@@ -124,6 +142,10 @@ async function takeBackUpsert(runtime: RawVectorRuntime, collection: CollectionR
 
 /** Deletes raw vectors by id; ids that do not exist (or name a document chunk) are not counted. */
 export async function deleteRawVectors(runtime: RawVectorRuntime, collection: CollectionRecord, ids: string[]): Promise<number> {
+  return runtime.writeSerializer.run(idKeys(collection, ids), () => deleteStoredRawVectors(runtime, collection, ids));
+}
+
+async function deleteStoredRawVectors(runtime: RawVectorRuntime, collection: CollectionRecord, ids: string[]): Promise<number> {
   const rows = await runtime.sql<{ key: string | number }>('select key from chunks where collection_id = ? and document_id is null and id = any(?::text[])', [collection.id, ids]);
   const keys = rows.map((row) => Number(row.key));
   await removeFromIndexes(runtime.indexes, collection.id, keys);

@@ -7,7 +7,7 @@ import type { AppServices } from '../services.js';
 import { deleteRawVectors, upsertRawVectors, VectorDeleteBody, VectorUpsertBody } from './raw-vectors.service.js';
 
 export const vectorRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
-  const runtime = { sql: services.sql, indexes: services.indexes, directory: services.collections };
+  const runtime = { sql: services.sql, indexes: services.indexes, directory: services.collections, writeSerializer: services.writeSerializer };
   const tags = ['vectors'];
 
   app.post('/v1/collections/:name/vectors/upsert', {
