@@ -173,10 +173,12 @@ export async function updateCollection(context: CollectionContext, deps: Collect
   if (input.default_min_score !== undefined) collection.defaultMinScore = input.default_min_score;
   if (input.default_search_mode !== undefined) collection.defaultSearchMode = input.default_search_mode;
   collection.updatedAt = new Date();
-  // Query defaults and reranking change answers, so cached results must not outlive the update.
-  collection.writeVersion += 1;
   recordAudit(em, actor, { action: 'collection.update', resourceType: 'collection', resourceId: collection.id, details: { fields: Object.keys(input) } });
   await em.flush();
+  // Query defaults and reranking change answers, so cached results must not outlive the update. An
+  // increment in SQL, as ingestion's: writing the version read before (plus one) took the version
+  // back when documents were written meanwhile, and answers cached under it were served again.
+  await em.getConnection().execute('update collections set write_version = write_version + 1 where id = ?', [collection.id]);
   deps.directory.forget(collection.id);
   return collection;
 }
