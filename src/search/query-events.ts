@@ -41,10 +41,18 @@ export class QueryEventRecorder extends PeriodicWriter {
     this.buffer = [];
     try {
       await this.sql(
-        `insert into query_events (id, collection_id, query, search_mode, result_count, latency_ms, cached, created_at)
+        // The collections are locked (for key share) while the events are inserted: an existence check
+        // alone let a collection deleted by a transaction in flight through, and its foreign key then
+        // refused the whole batch. The lock waits for that transaction; a deleted row is then skipped.
+        `with input as (
+           select * from jsonb_to_recordset(?::jsonb)
+             as r(collection_id uuid, query text, search_mode text, result_count int, latency_ms float8, cached boolean, created_at timestamptz)
+         ), live_collections as (
+           select id from collections where id in (select collection_id from input) for key share
+         )
+         insert into query_events (id, collection_id, query, search_mode, result_count, latency_ms, cached, created_at)
          select gen_random_uuid(), r.collection_id, r.query, r.search_mode, r.result_count, r.latency_ms, r.cached, r.created_at
-         from jsonb_to_recordset(?::jsonb) as r(collection_id uuid, query text, search_mode text, result_count int, latency_ms float8, cached boolean, created_at timestamptz)
-         where exists (select 1 from collections c where c.id = r.collection_id)`,
+         from input r where r.collection_id in (select id from live_collections)`,
         [JSON.stringify(events.map((event) => ({
           collection_id: event.collectionId, query: event.query, search_mode: event.searchMode,
           result_count: event.resultCount, latency_ms: event.latencyMs, cached: event.cached, created_at: event.at.toISOString(),

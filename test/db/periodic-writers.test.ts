@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import t from 'tap';
 import { ApiKeyUsageTracker } from '../../src/auth/api-key-usage-tracker.js';
 import { PeriodicWriter } from '../../src/db/periodic-writer.js';
@@ -119,4 +120,28 @@ t.test('shutdown goes on after a failed step: pending embedding usage is still w
   const rows = await services.sql<{ tokens: string | number }>('select tokens from embedding_usage');
   t.same(rows.map((row) => Number(row.tokens)), [3], 'the step after the failed one ran');
   await t.rejects(services.indexes.vectorStore.count('00000000-0000-4000-8000-000000000002'), /closed/, 'and so did the last ones: the vector store is closed');
+});
+
+t.test('query events of a collection deleted while they are written are dropped without an error', { skip: !process.env.TEST_DATABASE_URL && 'PostgreSQL only (TEST_DATABASE_URL)' }, async (t) => {
+  const { app, services, cookie } = await adminTestApp(t, 'postgresql');
+  const { id: doomed } = await createTestCollection(app, { cookie }, { name: 'doomed' });
+  const { id: kept } = await createTestCollection(app, { cookie }, { name: 'kept' });
+  const deleting = new pg.Client({ connectionString: services.config.databaseUrl });
+  await deleting.connect();
+  t.teardown(() => deleting.end());
+  // The collection is deleted by a transaction that has not committed when the events are written:
+  // they passed the check for their collection, then the foreign key refused the whole batch.
+  await deleting.query('begin');
+  await deleting.query('delete from collections where id = $1', [doomed]);
+  const errors: unknown[] = [];
+  const recorder = new QueryEventRecorder(services.sql, (error) => errors.push(error));
+  for (const collectionId of [doomed, kept]) recorder.record({ collectionId, query: 'tides', searchMode: 'keyword', resultCount: 1, latencyMs: 1, cached: false, at: new Date() });
+  const flushed = recorder.flush();
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  await deleting.query('commit');
+  await flushed;
+  await recorder.stop();
+  t.same(errors, []);
+  const rows = await services.sql<{ collection_id: string }>('select collection_id from query_events');
+  t.same(rows.map((row) => row.collection_id), [kept], "the other collection's event is written");
 });
