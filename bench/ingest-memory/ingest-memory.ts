@@ -7,13 +7,18 @@
  * paragraphs), so the bench itself never holds it either. Phases:
  *   1. upload: PUT into an upload session (streamed to DATA_DIR/files, nothing ingested yet);
  *   2. processing: complete the session, then wait until the document is ready or failed (or the
- *      processing cap is hit, in which case the service is stopped and that is reported).
+ *      processing cap is hit, in which case the service is stopped and that is reported);
+ *   3. after ready: until RSS has not risen for 20 s (the HNSW graph thread catches up meanwhile).
+ * memory-probe.cjs, preloaded into the service, adds where the memory is: at the RSS peak, once the
+ * document is ready, and after a full collection then (what the indexes and PGlite keep).
  *
  * Usage: npm run build && npx tsx bench/ingest-memory/ingest-memory.ts [megabytes=200] [processing cap minutes=20]
  * Writes bench/results/ingest-memory.json.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bootstrapAdmin, machineDescription, startService, writeResult } from '../support/service-process.js';
 
@@ -22,6 +27,8 @@ const processingCapMinutes = Number(process.argv[3] ?? 20);
 const fileBytes = megabytes * 1024 * 1024;
 const targetGrowthBytes = 100 * 1024 * 1024;
 const resultPath = fileURLToPath(new URL('../results/ingest-memory.json', import.meta.url));
+const probePath = fileURLToPath(new URL('./memory-probe.cjs', import.meta.url));
+const probeOutput = path.join(os.tmpdir(), `ingest-memory-probe-${process.pid}.json`);
 
 const WORDS = ('harbour crane tide berth container vessel pilot channel quay ledger cargo manifest dredging buoy lighthouse '
   + 'schedule inspection customs warehouse forklift mooring anchor rope hull keel rudder signal beacon storm forecast').split(' ');
@@ -103,10 +110,13 @@ function streamUpload(url: string, headers: Record<string, string>, filename: st
 const log = (message: string) => process.stderr.write(`[ingest-memory] ${message}\n`);
 const mib = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 
-const service = await startService({ UPLOAD_LIMIT_BYTES: String(fileBytes + 1024 * 1024), LOG_LEVEL: 'warn' });
+const service = await startService({
+  UPLOAD_LIMIT_BYTES: String(fileBytes + 1024 * 1024), LOG_LEVEL: 'warn',
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc --require ${probePath}`, MEMORY_PROBE_OUT: probeOutput,
+});
 const pid = service.child.pid!;
 try {
-  const { key } = await bootstrapAdmin(service.baseUrl);
+  const { key, cookie } = await bootstrapAdmin(service.baseUrl);
   const auth = { authorization: `Bearer ${key}` };
   const api = async (path: string, init: RequestInit = {}) => {
     const headers: Record<string, string> = init.body ? { ...auth, 'content-type': 'application/json' } : { ...auth };
@@ -173,6 +183,31 @@ try {
   const processingSeconds = (performance.now() - processingStarted) / 1000;
   const processing = await processingSampler.stop();
 
+  // The HNSW graph thread is not waited for: at 200 MB it was still inserting a backlog of rows when
+  // the document was ready, and RSS rose for a minute more. Sampled until it has not risen for 20 s.
+  log('waiting for RSS to settle');
+  const settleSampler = sampleRss(pid);
+  const settleStarted = performance.now();
+  let settledPeak = 0;
+  let risenAt = settleStarted;
+  while (performance.now() - risenAt < 20_000 && performance.now() - settleStarted < 300_000) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    if (settleSampler.current() > settledPeak) [settledPeak, risenAt] = [settleSampler.current(), performance.now()];
+  }
+  const settling = await settleSampler.stop();
+  const settleSeconds = (performance.now() - settleStarted) / 1000;
+
+  log('collecting');
+  process.kill(pid, 'SIGUSR2');
+  let breakdown: any = null;
+  for (let attempt = 0; attempt < 100 && !breakdown; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    breakdown = JSON.parse(await readFile(probeOutput, 'utf8').catch(() => 'null'));
+  }
+  await rm(probeOutput, { force: true });
+  const storage = await (await fetch(`${service.baseUrl}/v1/admin/vector-storage`, { headers: { cookie } })).json() as any;
+  const memoryIndex = storage.data?.find((entry: any) => entry.collection === 'memory')?.memory_index;
+
   const result = {
     benchmark: 'ingest-memory',
     file_mib: megabytes,
@@ -195,6 +230,16 @@ try {
       peak_rss_mib: mib(processing.peak),
       rss_growth_mib: mib(processing.peak - baseline),
       longest_unanswered_status_request_seconds: Math.round(longestSilenceMs / 1000),
+      after_ready: {
+        seconds_until_settled: Math.round(settleSeconds),
+        peak_rss_mib: mib(settling.peak),
+        rss_growth_mib: mib(settling.peak - baseline),
+      },
+      // The service's main thread at its highest RSS and once RSS settled after the document was
+      // ready, then after a full collection of every thread: main thread, and each worker's own
+      // heap and external memory (the graph thread's native HNSW memory is in RSS only).
+      memory: breakdown,
+      vector_store_approximate_mib: memoryIndex ? mib(memoryIndex.approximate_bytes) : null,
     },
     machine: machineDescription(),
     measured_at: new Date().toISOString(),

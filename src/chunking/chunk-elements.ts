@@ -352,8 +352,29 @@ function elementAt(layout: Layout, elementIndices: readonly number[], offset: nu
 
 export function chunkElements(elements: readonly DocumentElement[], options: ChunkingOptions): ElementChunk[] {
   validateOptions(options);
-  const { chunkSize, chunkOverlap, strategy } = options;
+  return chunksOfLayout(elements, layOut(elements), options);
+}
+
+/**
+ * `chunkElements`, and the elements again with texts cut from the same document text as the
+ * chunks' (equal strings, each a slice of that one text). The chunks' slices keep the document
+ * text alive; the elements' own texts, as parsed, are then no longer needed, so a large document's
+ * elements and chunks hold one copy of its text instead of two (a 200 MB file's elements and
+ * chunks held 400 MB of text while its chunks were embedded and written).
+ */
+export function chunkElementsSharingText(elements: readonly DocumentElement[], options: ChunkingOptions): { elements: DocumentElement[]; chunks: ElementChunk[] } {
+  validateOptions(options);
   const layout = layOut(elements);
+  let offset = 0;
+  const sharing = elements.map((element) => {
+    const text = layout.text.slice(offset, offset + element.text.length);
+    offset += element.text.length + elementSeparator.length;
+    return { ...element, text };
+  });
+  return { elements: sharing, chunks: chunksOfLayout(elements, layout, options) };
+}
+
+function chunksOfLayout(elements: readonly DocumentElement[], layout: Layout, { chunkSize, chunkOverlap, strategy }: ChunkingOptions): ElementChunk[] {
   const chunks: ElementChunk[] = [];
   for (const section of layout.sections) {
     const units: Unit[] = section.map((element) => ({

@@ -1,7 +1,7 @@
-import { chunkElements, type ElementChunk } from '../chunking/chunk-elements.js';
+import { chunkElementsSharingText, type ElementChunk } from '../chunking/chunk-elements.js';
 import type { CollectionRecord, DocumentProgress } from '../db/entities/index.js';
-import { deleteChunksByKey, documentChunkId, insertChunks } from '../documents/chunk-store.js';
-import type { ElementFile, StoredElementImages } from '../documents/element-files.js';
+import { deleteChunksByKey, insertChunks } from '../documents/chunk-store.js';
+import type { StoredElementImages } from '../documents/element-files.js';
 import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed-chunk-texts.js';
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
 import type { KeywordIndex } from '../search/keyword/keyword-index.js';
@@ -9,7 +9,7 @@ import { removeEntriesOfDeletedRows, removeFromIndexes } from '../search/search-
 import type { FileStore } from '../storage/file-store.js';
 import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
 import { detectParser } from './parser-selection.js';
-import { sourceMetadataForChunks } from './source-metadata.js';
+import { chunkRows, elementRows, type ChunkRow, type DocumentRow, type PreparedDocument } from './ingestion-rows.js';
 
 export interface IngestionRuntime {
   sql: SqlRunner;
@@ -32,28 +32,6 @@ export class IngestionError extends Error {
   }
 }
 
-interface DocumentRow {
-  id: string;
-  collection_id: string;
-  filename: string;
-  content_type: string;
-  storage_key: string | null;
-  /** A small original kept in the database (document_originals), in base64. */
-  original: string | null;
-  metadata: Record<string, unknown>;
-  tenant: string | null;
-}
-
-interface PreparedDocument {
-  row: DocumentRow;
-  title: string | undefined;
-  /** The parser's `metadata`, through JSON: it is stored, and a plugin may return anything. */
-  sourceMetadata: Record<string, unknown>;
-  elements: DocumentElement[];
-  elementFiles: Array<ElementFile | null>;
-  chunks: ElementChunk[];
-}
-
 export interface DocumentOutcome {
   documentId: string;
   /** `gone`: deleted while queued. `failed`: this document cannot be ingested (the others go on). */
@@ -63,6 +41,8 @@ export interface DocumentOutcome {
 
 /** Chunks embedded and written together; bounds the vectors held at once (see embedAndIndex). */
 const CHUNK_SLICE = 4096;
+/** Element rows per statement: one statement for a batch of small documents, bounded statements for a large one. */
+const ELEMENT_ROWS_PER_STATEMENT = 2000;
 /** Progress is written at most this often: each write is a statement on PGlite's one connection (~1 ms). */
 const PROGRESS_INTERVAL_MS = 250;
 
@@ -123,49 +103,17 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
   } catch (error) {
     throw asIngestionError('storing images', error, true);
   }
-  let chunks: ElementChunk[];
+  let chunked: { elements: DocumentElement[]; chunks: ElementChunk[] };
   try {
-    chunks = chunkElements(images.elements, { chunkSize: collection.chunkSize, chunkOverlap: collection.chunkOverlap, strategy: collection.chunkStrategy });
+    chunked = chunkElementsSharingText(images.elements, { chunkSize: collection.chunkSize, chunkOverlap: collection.chunkOverlap, strategy: collection.chunkStrategy });
   } catch (error) {
     throw asIngestionError('chunking', error, false);
   }
+  const { elements, chunks } = chunked;
   // A document with nothing to search was marked ready with 0 chunks, and nothing told its uploader why it was never found.
   if (chunks.length === 0) throw new IngestionError('parsing', 'the file holds no text to index (a scanned PDF or a picture needs OCR first, which the service does not do)', false);
   const sourceMetadata = JSON.parse(JSON.stringify(parsed.metadata ?? {})) as Record<string, unknown>;
-  return { row, title: parsed.title, sourceMetadata, elements: images.elements, elementFiles: images.files, chunks };
-}
-
-function elementRows(documents: PreparedDocument[]) {
-  return documents.flatMap((document) => document.elements.map((element, index) => ({
-    document_id: document.row.id, element_index: index, type: element.type, text: element.text, heading_path: element.headingPath,
-    page: element.page ?? null, metadata: { ...(element.metadata ?? {}), ...(element.level ? { level: element.level } : {}) },
-    ...document.elementFiles[index],
-  })));
-}
-
-interface ChunkRow {
-  id: string;
-  documentId: string;
-  chunkIndex: number;
-  text: string;
-  metadata: Record<string, unknown>;
-  tenant: string | null;
-}
-
-function chunkRows(documents: PreparedDocument[]): ChunkRow[] {
-  return documents.flatMap((document) => {
-    const fromSource = sourceMetadataForChunks(document.sourceMetadata);
-    return document.chunks.map((chunk) => ({
-      id: documentChunkId(document.row.id, chunk.index),
-      documentId: document.row.id,
-      chunkIndex: chunk.index,
-      text: chunk.text,
-      // Upload metadata on every chunk, so callers always find and can filter on what they sent: it
-      // wins over the chunk's own `heading_path` and `page`, and over what the file says of itself.
-      metadata: { ...fromSource, heading_path: chunk.headingPath, ...(chunk.page !== undefined ? { page: chunk.page } : {}), ...document.row.metadata },
-      tenant: document.row.tenant,
-    }));
-  });
+  return { row, title: parsed.title, sourceMetadata, elements, elementFiles: images.files, chunks };
 }
 
 /** Removes the chunks (with their index entries) and elements of documents: after a failed write. */
@@ -206,8 +154,8 @@ async function replaceElements(runtime: IngestionRuntime, documents: PreparedDoc
   const { sql } = runtime;
   const ids = documents.map((document) => document.row.id);
   await sql('delete from document_elements where document_id = any(?::uuid[])', [ids]);
-  const elements = elementRows(documents);
-  for (let start = 0; start < elements.length; start += 2000) {
+  const elementCount = documents.reduce((sum, document) => sum + document.elements.length, 0);
+  for (let start = 0; start < elementCount; start += ELEMENT_ROWS_PER_STATEMENT) {
     await sql(
       // The documents are checked and locked once, as insertChunks does (migration 0008).
       `with live_documents as (select id from documents where id = any(?::uuid[]) for key share)
@@ -218,7 +166,7 @@ async function replaceElements(runtime: IngestionRuntime, documents: PreparedDoc
        from jsonb_to_recordset(?::jsonb) as r(document_id uuid, element_index int, type text, text text, heading_path jsonb, page int, metadata jsonb,
          storage_key text, content_type text, size_bytes bigint, caption text, caption_status text, caption_error text)
        where r.document_id in (select id from live_documents)`,
-      [ids, JSON.stringify(elements.slice(start, start + 2000))],
+      [ids, JSON.stringify(elementRows(documents, start, start + ELEMENT_ROWS_PER_STATEMENT))],
     );
   }
 }
@@ -263,27 +211,27 @@ type Progress = (stage: string, percent: number, message: string) => Promise<voi
  * failure is thrown as is.
  */
 async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], progress: Progress): Promise<void> {
-  const rows = chunkRows(documents);
+  const chunkCount = documents.reduce((sum, document) => sum + document.chunks.length, 0);
   const model = runtime.embeddingModelFor(collection);
-  const embedSlice = (start: number): Promise<Float32Array[]> => {
-    const texts = rows.slice(start, start + CHUNK_SLICE).map((row) => row.text);
-    const embedding = embedChunkTexts(model, texts, collection.dimension, (embedded) =>
-      progress('embedding', 25 + (65 * (start + embedded)) / rows.length, `embedded ${start + embedded} of ${rows.length} chunks`),
+  const embedSlice = (start: number): { rows: ChunkRow[]; vectors: Promise<Float32Array[]> } => {
+    const rows = chunkRows(documents, start, start + CHUNK_SLICE);
+    const vectors = embedChunkTexts(model, rows.map((row) => row.text), collection.dimension, (embedded) =>
+      progress('embedding', 25 + (65 * (start + embedded)) / chunkCount, `embedded ${start + embedded} of ${chunkCount} chunks`),
     ).catch((error: unknown) => {
       throw asIngestionError('embedding', error, isRetryableEmbeddingFailure(error));
     });
     // Awaited below; until then a failure must not count as unhandled (a write may fail first).
-    embedding.catch(() => undefined);
-    return embedding;
+    vectors.catch(() => undefined);
+    return { rows, vectors };
   };
-  let nextVectors = embedSlice(0);
+  let next = embedSlice(0);
   await replaceElements(runtime, documents);
-  for (let start = 0; start < rows.length; start += CHUNK_SLICE) {
-    const slice = rows.slice(start, start + CHUNK_SLICE);
-    const vectors = await nextVectors;
-    if (start + CHUNK_SLICE < rows.length) nextVectors = embedSlice(start + CHUNK_SLICE);
-    await progress('indexing', 25 + (65 * (start + slice.length)) / rows.length, `indexing chunks ${start + 1}-${start + slice.length} of ${rows.length}`);
-    await writeChunks(runtime, collection, slice, vectors);
+  for (let start = 0; start < chunkCount; start += CHUNK_SLICE) {
+    const { rows } = next;
+    const vectors = await next.vectors;
+    if (start + CHUNK_SLICE < chunkCount) next = embedSlice(start + CHUNK_SLICE);
+    await progress('indexing', 25 + (65 * (start + rows.length)) / chunkCount, `indexing chunks ${start + 1}-${start + rows.length} of ${chunkCount}`);
+    await writeChunks(runtime, collection, rows, vectors);
   }
   await removeChunksPastTheEnd(runtime, collection, documents);
   await runtime.sql(
@@ -323,6 +271,33 @@ async function indexOneByOne(runtime: IngestionRuntime, collection: CollectionRe
 }
 
 /**
+ * Parses and chunks the documents, reading each next file while the current one is parsed; a
+ * document that cannot be parsed is marked failed in `outcomes`. A function of its own so that the
+ * originals are unreachable once it returns: kept in the caller's frame, a 200 MB file's bytes
+ * lived until its last chunk was written.
+ */
+async function prepareDocuments(runtime: IngestionRuntime, collection: CollectionRecord, rows: DocumentRow[], outcomes: Map<string, DocumentOutcome>): Promise<PreparedDocument[]> {
+  const documents: PreparedDocument[] = [];
+  let nextOriginal = readOriginal(runtime, rows[0]!);
+  for (const [index, row] of rows.entries()) {
+    const original = nextOriginal;
+    if (index + 1 < rows.length) nextOriginal = readOriginal(runtime, rows[index + 1]!);
+    // Lets requests that arrived meanwhile be answered. PGlite runs statements synchronously and
+    // small originals are read with blocking calls, so a batch otherwise awaits only microtasks and
+    // holds the thread to its end (a batch-status request waited 600 ms over 200 documents). Once a
+    // document, where the asynchronous read used to let requests in: yielding around every write as
+    // well measured 604-716 against 690-852 chunks/s, as uploads ran ahead of the workers.
+    await nextEventLoopTurn();
+    try {
+      documents.push(await parseAndChunk(runtime, collection, row, original));
+    } catch (error) {
+      outcomes.set(row.id, { documentId: row.id, status: 'failed', error: asIngestionError('parsing', error, false) });
+    }
+  }
+  return documents;
+}
+
+/**
  * Parses, chunks, embeds and indexes a batch of documents of one collection. Writes go out in
  * bulk statements: a statement costs ~1 ms on PGlite whatever its size, so one document at a time
  * tops out near 30 documents/s there. A document whose file cannot be read fails alone; a failure
@@ -357,23 +332,7 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
   };
   const progress: Progress = (stage, percent, message) => writeStage(stage, percent, message);
 
-  const documents: PreparedDocument[] = [];
-  let nextOriginal = readOriginal(runtime, rows[0]!);
-  for (const [index, row] of rows.entries()) {
-    const original = nextOriginal;
-    if (index + 1 < rows.length) nextOriginal = readOriginal(runtime, rows[index + 1]!);
-    // Lets requests that arrived meanwhile be answered. PGlite runs statements synchronously and
-    // small originals are read with blocking calls, so a batch otherwise awaits only microtasks and
-    // holds the thread to its end (a batch-status request waited 600 ms over 200 documents). Once a
-    // document, where the asynchronous read used to let requests in: yielding around every write as
-    // well measured 604-716 against 690-852 chunks/s, as uploads ran ahead of the workers.
-    await nextEventLoopTurn();
-    try {
-      documents.push(await parseAndChunk(runtime, collection, row, original));
-    } catch (error) {
-      outcomes.set(row.id, { documentId: row.id, status: 'failed', error: asIngestionError('parsing', error, false) });
-    }
-  }
+  const documents = await prepareDocuments(runtime, collection, rows, outcomes);
   const chunkCount = documents.reduce((sum, document) => sum + document.chunks.length, 0);
   await writeStage('embedding', 25, `embedding ${chunkCount} chunks`);
   try {

@@ -1,0 +1,96 @@
+/**
+ * The rows ingestion writes for a batch of prepared (parsed and chunked) documents: element rows
+ * and chunk rows, built a statement's or a slice's worth at a time rather than all at once.
+ */
+import type { ElementChunk } from '../chunking/chunk-elements.js';
+import { documentChunkId } from '../documents/chunk-store.js';
+import type { ElementFile } from '../documents/element-files.js';
+import type { DocumentElement } from '../plugins.js';
+import { sourceMetadataForChunks } from './source-metadata.js';
+
+export interface DocumentRow {
+  id: string;
+  collection_id: string;
+  filename: string;
+  content_type: string;
+  storage_key: string | null;
+  /** A small original kept in the database (document_originals), in base64. */
+  original: string | null;
+  metadata: Record<string, unknown>;
+  tenant: string | null;
+}
+
+export interface PreparedDocument {
+  row: DocumentRow;
+  title: string | undefined;
+  /** The parser's `metadata`, through JSON: it is stored, and a plugin may return anything. */
+  sourceMetadata: Record<string, unknown>;
+  elements: DocumentElement[];
+  elementFiles: Array<ElementFile | null>;
+  chunks: ElementChunk[];
+}
+
+/**
+ * The rows of elements `start` to `end` (counted over the documents in order), built per statement
+ * rather than for every element of the batch at once (350k rows for a 200 MB text).
+ */
+export function elementRows(documents: PreparedDocument[], start: number, end: number) {
+  return slicesOf(documents, (document) => document.elements, start, end).flatMap(({ document, from, to }) =>
+    document.elements.slice(from, to).map((element, offset) => ({
+      document_id: document.row.id, element_index: from + offset, type: element.type, text: element.text, heading_path: element.headingPath,
+      page: element.page ?? null, metadata: { ...(element.metadata ?? {}), ...(element.level ? { level: element.level } : {}) },
+      ...document.elementFiles[from + offset],
+    })));
+}
+
+/** For items `start` to `end` counted over the documents' lists in order: each document's share, as [from, to) of its own list. */
+function slicesOf(documents: PreparedDocument[], list: (document: PreparedDocument) => readonly unknown[], start: number, end: number) {
+  const slices: Array<{ document: PreparedDocument; from: number; to: number }> = [];
+  let first = 0;
+  for (const document of documents) {
+    const length = list(document).length;
+    const from = Math.max(start - first, 0);
+    const to = Math.min(end - first, length);
+    first += length;
+    if (from < to) slices.push({ document, from, to });
+  }
+  return slices;
+}
+
+export interface ChunkRow {
+  id: string;
+  documentId: string;
+  chunkIndex: number;
+  text: string;
+  metadata: Record<string, unknown>;
+  tenant: string | null;
+}
+
+function sameHeadingPath(left: readonly string[], right: readonly string[]): boolean {
+  return left.length === right.length && left.every((heading, index) => heading === right[index]);
+}
+
+/**
+ * The rows of chunks `start` to `end` (counted over the documents in order). Built a slice at a
+ * time: rows for all 344k chunks of a 200 MB text, each with its id and metadata object, were all
+ * held until the last slice was written.
+ */
+export function chunkRows(documents: PreparedDocument[], start: number, end: number): ChunkRow[] {
+  return slicesOf(documents, (document) => document.chunks, start, end).flatMap(({ document, from, to }) => {
+    const fromSource = sourceMetadataForChunks(document.sourceMetadata);
+    let previous: { chunk: ElementChunk; metadata: Record<string, unknown> } | undefined;
+    return document.chunks.slice(from, to).map((chunk) => {
+      // Consecutive chunks of one section share one metadata object (nothing changes one in place):
+      // the embedded vector store and keyword index keep it as long as the chunk lives, and each of
+      // a plain text's 344k chunks had its own equal copy.
+      const metadata = previous && previous.chunk.page === chunk.page && sameHeadingPath(previous.chunk.headingPath, chunk.headingPath)
+        ? previous.metadata
+        // Upload metadata on every chunk, so callers always find and can filter on what they sent: it
+        // wins over the chunk's own `heading_path` and `page`, and over what the file says of itself.
+        : { ...fromSource, heading_path: chunk.headingPath, ...(chunk.page !== undefined ? { page: chunk.page } : {}), ...document.row.metadata };
+      previous = { chunk, metadata };
+      return { id: documentChunkId(document.row.id, chunk.index), documentId: document.row.id, chunkIndex: chunk.index, text: chunk.text, metadata, tenant: document.row.tenant };
+    });
+  });
+}
+
