@@ -234,6 +234,9 @@ async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRe
     await writeChunks(runtime, collection, rows, vectors);
   }
   await removeChunksPastTheEnd(runtime, collection, documents);
+  // The version moves before the documents are ready: the other way round, a client that saw one
+  // ready could still be answered from the cache with what was found before it (PostgreSQL).
+  await runtime.recordWrite(collection.id);
   await runtime.sql(
     `update documents d set status = 'ready', error = null, chunk_count = u.chunk_count, title = coalesce(u.title, d.title),
        source_metadata = u.source_metadata,
@@ -244,7 +247,6 @@ async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRe
       id: document.row.id, chunk_count: document.chunks.length, title: document.title ?? null, source_metadata: document.sourceMetadata,
     })))],
   );
-  await runtime.recordWrite(collection.id);
 }
 
 /**

@@ -56,6 +56,41 @@ for (const backend of testBackends()) {
       t.same(new Set(documents.map((document) => document.status)), new Set(['ready']));
     });
 
+    await t.test('a document is ready only once answers cached before it are no longer served', async (t) => {
+      await createTestCollection(app, admin, { name: 'fresh' });
+      const upload = async (filename: string, text: string) => {
+        const body = multipartUpload([{ filename, content: text, contentType: 'text/plain' }]);
+        return (await app.inject({ method: 'POST', url: '/v1/collections/fresh/documents', headers: { ...admin, ...body.headers }, payload: body.payload })).json().id as string;
+      };
+      await upload('first.txt', 'Gulls circle the breakwater.');
+      await waitForIngestion(app, 'fresh', admin);
+      const findsLanterns = async () => {
+        const response = await app.inject({ method: 'POST', url: '/v1/collections/fresh/query', headers: admin, payload: { query: 'lanterns', search_mode: 'keyword' } });
+        return (response.json().results as unknown[]).length > 0;
+      };
+      t.equal(await findsLanterns(), false, 'an answer without the new document is cached');
+      // Each time the collection's version is about to move, a client that saw the document ready asks again.
+      const seen: Array<{ status: string; found: boolean }> = [];
+      let watching = false;
+      const recordWrite = services.collections.recordWrite.bind(services.collections);
+      services.collections.recordWrite = async (sql, collectionId) => {
+        if (watching) {
+          const listed = (await app.inject({ url: '/v1/collections/fresh/documents', headers: admin })).json().data as Array<{ filename: string; status: string }>;
+          const second = listed.find((document) => document.filename === 'second.txt');
+          if (second) seen.push({ status: second.status, found: await findsLanterns() });
+        }
+        return recordWrite(sql, collectionId);
+      };
+      t.teardown(() => { services.collections.recordWrite = recordWrite; });
+      watching = true;
+      await upload('second.txt', 'Lanterns hang on the quay.');
+      await waitForIngestion(app, 'fresh', admin);
+      services.collections.recordWrite = recordWrite;
+      t.ok(seen.length > 0, 'the version moved while the document was ingested');
+      t.same(seen.filter((moment) => moment.status === 'ready' && !moment.found), [], 'never ready while the old answer is served');
+      t.equal(await findsLanterns(), true);
+    });
+
     await t.test('an update while documents are written never takes the write version back', async (t) => {
       await createTestCollection(app, admin, { name: 'versions' });
       const version = async () => Number((await services.sql<{ write_version: string }>("select write_version from collections where name = 'versions'"))[0]!.write_version);
