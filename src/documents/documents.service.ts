@@ -94,7 +94,7 @@ export interface NewDocumentInput {
 export interface DocumentRow {
   id: string; collection_id: string; batch_id: string | null; filename: string; content_type: string; size_bytes: string | number;
   sha256: string; storage_key: string | null; metadata: Record<string, unknown>; tenant: string | null; title: string | null;
-  source_metadata: Record<string, unknown> | null;
+  source_metadata: Record<string, unknown>;
   status: DocumentStatus; progress: DocumentRecord['progress']; error: string | null; chunk_count: number;
   created_at: string | Date; updated_at: string | Date; processed_at: string | Date | null;
 }
@@ -103,7 +103,7 @@ export function documentFromRow(row: DocumentRow): DocumentRecord {
   return {
     id: row.id, collectionId: row.collection_id, batchId: row.batch_id, filename: row.filename, contentType: row.content_type,
     sizeBytes: Number(row.size_bytes), sha256: row.sha256, storageKey: row.storage_key, metadata: row.metadata, tenant: row.tenant,
-    title: row.title, sourceMetadata: row.source_metadata ?? {}, status: row.status, progress: row.progress, error: row.error, chunkCount: row.chunk_count,
+    title: row.title, sourceMetadata: row.source_metadata, status: row.status, progress: row.progress, error: row.error, chunkCount: row.chunk_count,
     createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at), processedAt: row.processed_at ? new Date(row.processed_at) : null,
   } as DocumentRecord;
 }
@@ -220,7 +220,7 @@ export function serializeDocument(document: DocumentRecord, collectionName: stri
     sha256: document.sha256,
     metadata: document.metadata,
     title: document.title ?? null,
-    source_metadata: document.sourceMetadata ?? {},
+    source_metadata: document.sourceMetadata,
     status: document.status,
     progress: document.progress ?? null,
     error: document.error ?? null,

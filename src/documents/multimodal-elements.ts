@@ -1,4 +1,5 @@
 import type { CollectionRecord } from '../db/entities/index.js';
+import { sameHeadingPath } from '../parsing/heading-trail.js';
 import type { SqlRunner } from '../plugins.js';
 import { elementContentUrl } from './element-content.js';
 
@@ -24,11 +25,6 @@ interface ResultLike {
   multimodal_elements?: MultimodalElement[];
 }
 
-function sameSection(a: unknown, b: string[]): boolean {
-  const path = Array.isArray(a) ? a : [];
-  return path.length === b.length && path.every((heading, index) => heading === b[index]);
-}
-
 /**
  * Adds `multimodal_elements` to each result: the stored images of the result's page when the chunk
  * knows its page (PDF), else of its section (same heading path). One query for all results.
@@ -47,7 +43,7 @@ export async function attachMultimodalElements(sql: SqlRunner, collection: Colle
     const page = typeof result.metadata.page === 'number' ? result.metadata.page : undefined;
     result.multimodal_elements = images
       .filter((image) => image.document_id === result.document_id)
-      .filter((image) => (page !== undefined ? image.page === page : sameSection(result.metadata.heading_path, image.heading_path)))
+      .filter((image) => (page !== undefined ? image.page === page : sameHeadingPath(Array.isArray(result.metadata.heading_path) ? result.metadata.heading_path : [], image.heading_path)))
       .map((image) => ({
         id: image.id, type: image.type, text: image.text, page: image.page, heading_path: image.heading_path,
         content_type: image.content_type, caption: image.caption, content_url: elementContentUrl(collection.name, image.document_id, image.id),

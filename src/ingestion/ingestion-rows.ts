@@ -5,6 +5,7 @@
 import type { ElementChunk } from '../chunking/chunk-elements.js';
 import { documentChunkId } from '../documents/chunk-store.js';
 import type { ElementFile } from '../documents/element-files.js';
+import { sameHeadingPath } from '../parsing/heading-trail.js';
 import type { DocumentElement } from '../plugins.js';
 import { sourceMetadataForChunks } from './source-metadata.js';
 
@@ -64,10 +65,6 @@ export interface ChunkRow {
   text: string;
   metadata: Record<string, unknown>;
   tenant: string | null;
-}
-
-function sameHeadingPath(left: readonly string[], right: readonly string[]): boolean {
-  return left.length === right.length && left.every((heading, index) => heading === right[index]);
 }
 
 /**

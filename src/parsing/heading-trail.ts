@@ -7,6 +7,11 @@
  * ["Guide", "Install"]. A heading closes every open heading of the same or a deeper level, so a
  * skipped level (h1 then h3) still nests and a later h2 replaces the h3.
  */
+/** Whether `path` (a chunk's `heading_path` metadata, or any value) is the heading path `other`. */
+export function sameHeadingPath(path: unknown, other: readonly string[]): boolean {
+  return Array.isArray(path) && path.length === other.length && path.every((heading, index) => heading === other[index]);
+}
+
 export class HeadingTrail {
   private readonly open: Array<{ level: number; text: string }> = [];
 

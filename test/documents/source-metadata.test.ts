@@ -1,12 +1,12 @@
 /**
  * Through the API: what a file says about itself (Markdown front matter, a PDF's page count and
- * Info dictionary, an HTML page's <meta> tags) is the
+ * Info dictionary, an HTML page's <meta> tags, a Word file's core properties) is the
  * document's `source_metadata`, and its filterable values are on every chunk, so queries in every
  * mode can filter on them. Upload metadata wins over them on chunks; nested maps, long strings and
  * a key named like a chunk's own stay on the document.
  */
 import t from 'tap';
-import { buildPdf } from '../support/document-fixtures.js';
+import { buildDocx, buildPdf } from '../support/document-fixtures.js';
 import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
 
 const longSummary = 'x'.repeat(1200);
@@ -44,12 +44,13 @@ for (const backend of testBackends()) {
     const postId = await upload('post.md', post, 'text/markdown', { metadata: JSON.stringify({ author: 'uploader' }) });
     const plainId = await upload('plain.md', plain, 'text/markdown');
     const pageId = await upload('quay.html', page, 'text/html');
+    const wordId = await upload('handbook.docx', await buildDocx({ creator: 'Harbour Office', keywords: 'pilots; safety' }), 'application/vnd.openxmlformats-officedocument.wordprocessingml.document');
     const pdfId = await upload('manual.pdf', await buildPdf({ author: 'Port Authority', keywords: ['berths', 'tides'], pages: [
       { heading: 'Berths', paragraphs: ['Pilots moor ships at every berth.'] },
       { heading: 'Tides', paragraphs: ['Pilots post tide tables at the harbour office.'] },
     ] }), 'application/pdf');
     const documents = await waitForIngestion(app, 'harbour', admin);
-    t.same(documents.map((document) => document.status), ['ready', 'ready', 'ready', 'ready']);
+    t.same(documents.map((document) => document.status), ['ready', 'ready', 'ready', 'ready', 'ready']);
 
     const document = async (id: string) => (await app.inject({ url: `/v1/collections/harbour/documents/${id}`, headers: admin })).json();
     const postDocument = await document(postId);
@@ -59,6 +60,7 @@ for (const backend of testBackends()) {
     t.same(postDocument.metadata, { author: 'uploader' }, 'the upload metadata is kept apart');
     t.same((await document(plainId)).source_metadata, {}, 'a file without front matter says nothing of itself');
     t.same((await document(pdfId)).source_metadata, { pages: 2, author: 'Port Authority', keywords: ['berths', 'tides'] }, 'a PDF: pages and its Info dictionary');
+    t.match((await document(wordId)).source_metadata, { author: 'Harbour Office', keywords: ['pilots', 'safety'], created_at: /^\d{4}-\d{2}-\d{2}T/ }, 'a Word file: its core properties');
     t.same((await document(pageId)).source_metadata, { author: 'Harbour Master', description: 'Rules for the quay', keywords: ['quay', 'safety'] }, 'an HTML page: its <meta> tags');
 
     const chunks = async (id: string) => (await app.inject({ url: `/v1/collections/harbour/documents/${id}/chunks`, headers: admin })).json().data as Array<{ metadata: Record<string, unknown> }>;
@@ -80,7 +82,9 @@ for (const backend of testBackends()) {
       t.same(await query({ draft: false }), [postId], `${mode}: a front matter boolean filters`);
       t.same(await query({ author: 'Ada' }), [], `${mode}: the uploaded author, not the file's, is on the chunks`);
       t.same(await query({ pages: { $gte: 2 } }), [pdfId], `${mode}: the PDF page count filters`);
-      t.same((await query({ keywords: { $in: ['safety', 'tides'] } })).sort(), [pageId, pdfId].sort(), `${mode}: keywords of an HTML page and a PDF filter`);
+      // The Word file's text shares no word with the query, so BM25 alone does not find it.
+      const withKeywords = mode === 'keyword' ? [pageId, pdfId] : [pageId, pdfId, wordId];
+      t.same((await query({ keywords: { $in: ['safety', 'tides'] } })).sort(), withKeywords.sort(), `${mode}: keywords of an HTML page, a PDF and a Word file filter`);
     }
   });
 }

@@ -98,6 +98,9 @@ function wrap(text: string, width: number): string[] {
 export interface DocxOptions {
   /** docProps/core.xml title. */
   title?: string;
+  /** docProps/core.xml creator and keywords (one string, as Word writes them). */
+  creator?: string;
+  keywords?: string;
   /** Adds a picture with this alt text after the table. */
   imageAlt?: string;
 }
@@ -110,6 +113,8 @@ export interface DocxOptions {
 export async function buildDocx(options: DocxOptions = {}): Promise<Buffer> {
   const document = new Document({
     ...(options.title !== undefined ? { title: options.title } : {}),
+    ...(options.creator !== undefined ? { creator: options.creator } : {}),
+    ...(options.keywords !== undefined ? { keywords: options.keywords } : {}),
     numbering: {
       config: [{ reference: 'steps', levels: [{ level: 0, format: LevelFormat.DECIMAL, text: '%1.', alignment: AlignmentType.START }] }],
     },

@@ -13,7 +13,7 @@
  */
 import type { ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { DocumentParseError, reasonOf } from '../../../src/parsing/document-parse-error.js';
-import { documentPropertyMetadata } from '../../../src/parsing/document-properties.js';
+import { collapseWhitespace, documentPropertyMetadata } from '../../../src/parsing/document-properties.js';
 import { htmlToElements, type ResolvedImage } from '../../../src/parsing/html-elements.js';
 import { inspectZipArchive, officeDocumentLimits } from '../../../src/parsing/zip-inspection.js';
 
@@ -34,18 +34,11 @@ function decodeXmlText(text: string): string {
   });
 }
 
-function coreTitle(coreXml: string | undefined): string | undefined {
-  if (!coreXml) return undefined;
-  const match = /<dc:title[^>]*>([\s\S]*?)<\/dc:title>/.exec(coreXml);
-  const title = match ? decodeXmlText(match[1]!).replace(/\s+/g, ' ').trim() : '';
-  return title.length > 0 ? title : undefined;
-}
-
-/** The decoded text of one core property element (`dc:creator`), undefined when absent or blank. */
-function coreProperty(coreXml: string, tag: string): string | undefined {
+/** The decoded text of one core property element (`dc:creator`), whitespace collapsed; undefined when absent or blank. */
+function coreProperty(coreXml: string | undefined, tag: string): string | undefined {
   // The name must end at the tag's end or an attribute: `dc:subject` is no prefix of another property.
-  const match = new RegExp(`<${tag}(?:\\s[^>]*)?>([\\s\\S]*?)</${tag}>`).exec(coreXml);
-  const text = match ? decodeXmlText(match[1]!).trim() : '';
+  const match = coreXml === undefined ? null : new RegExp(`<${tag}(?:\\s[^>]*)?>([\\s\\S]*?)</${tag}>`).exec(coreXml);
+  const text = match ? collapseWhitespace(decodeXmlText(match[1]!)) : '';
   return text.length > 0 ? text : undefined;
 }
 
@@ -103,7 +96,7 @@ async function parseDocx(data: Buffer): Promise<ParsedDocument> {
   };
   const parsed = htmlToElements(html, { resolveImage });
   const coreXml = kept.get(corePropertiesEntry)?.toString('utf8');
-  const title = coreTitle(coreXml) ?? parsed.title;
+  const title = coreProperty(coreXml, 'dc:title') ?? parsed.title;
   const metadata = coreProperties(coreXml);
   return {
     elements: parsed.elements,

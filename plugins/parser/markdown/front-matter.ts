@@ -1,7 +1,6 @@
 /**
  * YAML front matter: "---" on the first line, up to a closing "---" or "...", read with the
- * `yaml` package (YAML 1.2 core schema, so dates stay the strings they were written as and every
- * value is JSON). Its `title` names the document; the whole mapping becomes the document's
+ * `yaml` package (YAML 1.2 core schema, so dates stay the strings they were written as). Its `title` names the document; the whole mapping becomes the document's
  * metadata. A block that is YAML but not a mapping ("---\nSome text\n---" is a thematic break and
  * a setext heading in Markdown) is left in the body as Markdown; one that does not parse is front
  * matter gone wrong, dropped without metadata rather than indexed as a heading of YAML syntax.
@@ -24,9 +23,7 @@ function yamlMapping(source: string): Record<string, unknown> | null {
     return {};
   }
   if (value === null || value === undefined) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) return null;
-  // Through JSON: non-finite numbers (.inf, .nan) become null, as they would in the database.
-  return JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
+  return typeof value === 'object' && !Array.isArray(value) ? value as Record<string, unknown> : null;
 }
 
 export function splitFrontMatter(markdown: string): FrontMatter {

@@ -17,7 +17,7 @@
 import type { TextItem } from 'pdfjs-dist/types/src/display/api.js';
 import type { DocumentElement, ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { DocumentParseError, reasonOf } from '../../../src/parsing/document-parse-error.js';
-import { documentPropertyMetadata } from '../../../src/parsing/document-properties.js';
+import { collapseWhitespace, documentPropertyMetadata } from '../../../src/parsing/document-properties.js';
 import { extractPageImages, type PageImage } from './page-images.js';
 import { linesToElements, pageLines, withoutRunningLines, type TextLine } from './text-layout.js';
 
@@ -55,7 +55,7 @@ async function documentInfo(pdf: PdfDocument): Promise<Record<string, unknown>> 
 }
 
 function documentTitle(info: Record<string, unknown>): string | undefined {
-  const text = typeof info.Title === 'string' ? info.Title.replace(/\s+/g, ' ').trim() : '';
+  const text = typeof info.Title === 'string' ? collapseWhitespace(info.Title) : '';
   return text.length > 0 ? text : undefined;
 }
 
