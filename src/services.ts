@@ -1,4 +1,5 @@
-import { KeyedSerializer } from './concurrency/keyed-serializer.js';
+import { KeyedSerializer, type WriteLocks } from './concurrency/keyed-serializer.js';
+import { ReplicaKeyLocks } from './concurrency/replica-key-locks.js';
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,8 +60,11 @@ export interface AppServices {
   embeddingPresets: EmbeddingPresetService;
   jobs: JobQueue;
   ingestion: IngestionWorker;
-  /** Writes that check, then write, serialized per key (raw-vector ids, upload content hashes). */
-  writeSerializer: KeyedSerializer;
+  /**
+   * Writes that check, then write, serialized per key (raw-vector ids, upload content hashes):
+   * within the process, and on PostgreSQL across replicas.
+   */
+  writeLocks: WriteLocks;
   queryRuntime: QueryRuntime;
   /** Collections by name, cached briefly (see collection-directory.ts). */
   collections: CollectionDirectory;
@@ -75,6 +79,9 @@ export interface ServiceOptions {
   /** Where uploads are kept; defaults to DATA_DIR/files. */
   filesDir?: string;
 }
+
+/** How long a write waits for content or vector ids that another replica is writing (then 503). */
+const WRITE_LOCK_WAIT_MS = 60_000;
 
 export async function createServices(config: Config, db: Database, logger: FastifyBaseLogger, options: ServiceOptions = {}): Promise<AppServices> {
   const secrets = new SecretBox(config.masterKey);
@@ -148,9 +155,16 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     removeFiles: (collection) => files.remove(collection.id),
   };
 
+  const writeLocks: WriteLocks = db.kind === 'postgresql' && config.databaseUrl
+    ? new ReplicaKeyLocks(config.databaseUrl, {
+      waitMs: WRITE_LOCK_WAIT_MS,
+      onSessionError: (error) => logger.warn({ err: error }, 'the write-lock session to PostgreSQL failed; the next write opens a new one'),
+    })
+    : new KeyedSerializer();
+
   return {
     config, db, sql, secrets, settings, apiKeys, apiKeyUsage, plugins, parsers, files, indexes, embeddings, embeddingCache, embeddingUsage, embeddingPresets,
-    jobs, ingestion, writeSerializer: new KeyedSerializer(),
+    jobs, ingestion, writeLocks,
     queryRuntime, collections, collectionDependencies,
     async start() {
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
@@ -160,7 +174,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       // Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
         () => ingestion.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
-        () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(),
+        () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
       ]), 'shutdown steps of the services');
     },
   };

@@ -5,7 +5,7 @@ import { createDocuments, discardUpload, documentFromRow, serializeDocument, typ
 import { removalRuntime, removeDocuments, type RemovalRuntime } from './document-removal.js';
 import { valueAtPath } from '../search/filters/match-filter.js';
 import { checkMetadata, tenantFieldPath } from './metadata-rules.js';
-import type { KeyedSerializer } from '../concurrency/keyed-serializer.js';
+import type { WriteLocks } from '../concurrency/keyed-serializer.js';
 
 /**
  * What an upload does when a document with the same content (SHA-256) already exists in the
@@ -22,11 +22,11 @@ export type OnDuplicate = (typeof ON_DUPLICATE)[number];
 
 export interface IntakeRuntime extends RemovalRuntime {
   jobs: JobQueue;
-  writeSerializer: KeyedSerializer;
+  writeLocks: WriteLocks;
 }
 
-export function intakeRuntime(services: Parameters<typeof removalRuntime>[0] & { jobs: JobQueue; writeSerializer: KeyedSerializer }): IntakeRuntime {
-  return { ...removalRuntime(services), jobs: services.jobs, writeSerializer: services.writeSerializer };
+export function intakeRuntime(services: Parameters<typeof removalRuntime>[0] & { jobs: JobQueue; writeLocks: WriteLocks }): IntakeRuntime {
+  return { ...removalRuntime(services), jobs: services.jobs, writeLocks: services.writeLocks };
 }
 
 export interface AdmittedFile {
@@ -71,7 +71,7 @@ export async function admitFiles(runtime: IntakeRuntime, collection: CollectionR
   // Uploads of the same content check for copies one after the other: two concurrent `replace`
   // uploads each deleted the old copy and both kept theirs, and two `skip` uploads both stored it.
   const contentKeys = files.map((file) => `upload:${collection.id}:${file.upload.sha256}`);
-  return runtime.writeSerializer.run(contentKeys, () => admitChecked(runtime, collection, files, options, tenant));
+  return runtime.writeLocks.run(contentKeys, () => admitChecked(runtime, collection, files, options, tenant));
 }
 
 async function admitChecked(runtime: IntakeRuntime, collection: CollectionRecord, files: NewDocumentInput[], options: IntakeOptions, tenant: string | null): Promise<AdmittedFile[]> {

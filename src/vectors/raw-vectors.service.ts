@@ -7,7 +7,7 @@ import type { CollectionDirectory } from '../collections/collection-directory.js
 import type { SqlRunner } from '../plugins.js';
 import { removeEntriesOfDeletedRows, removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
 import { unitVector } from './unit-vector.js';
-import type { KeyedSerializer } from '../concurrency/keyed-serializer.js';
+import type { WriteLocks } from '../concurrency/keyed-serializer.js';
 
 interface PreparedVector {
   id: string;
@@ -36,7 +36,7 @@ export interface RawVectorRuntime {
   indexes: SearchIndexes;
   directory: CollectionDirectory;
   /** Upserts and deletes of one id run one at a time (see KeyedSerializer). */
-  writeSerializer: KeyedSerializer;
+  writeLocks: WriteLocks;
 }
 
 const idKeys = (collection: CollectionRecord, ids: Iterable<string>) => [...ids].map((id) => `vector:${collection.id}:${id}`);
@@ -60,7 +60,7 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
     const tenant = checkMetadata(collection, metadata, `vectors[${index}].metadata`);
     return { id: vector.id, embedding, text: vector.text ?? '', metadata, tenant };
   });
-  return runtime.writeSerializer.run(idKeys(collection, seen), () => writeRawVectors(runtime, collection, prepared));
+  return runtime.writeLocks.run(idKeys(collection, seen), () => writeRawVectors(runtime, collection, prepared));
 }
 
 async function writeRawVectors(runtime: RawVectorRuntime, collection: CollectionRecord, prepared: PreparedVector[]): Promise<number> {
@@ -142,7 +142,7 @@ async function takeBackUpsert(runtime: RawVectorRuntime, collection: CollectionR
 
 /** Deletes raw vectors by id; ids that do not exist (or name a document chunk) are not counted. */
 export async function deleteRawVectors(runtime: RawVectorRuntime, collection: CollectionRecord, ids: string[]): Promise<number> {
-  return runtime.writeSerializer.run(idKeys(collection, ids), () => deleteStoredRawVectors(runtime, collection, ids));
+  return runtime.writeLocks.run(idKeys(collection, ids), () => deleteStoredRawVectors(runtime, collection, ids));
 }
 
 async function deleteStoredRawVectors(runtime: RawVectorRuntime, collection: CollectionRecord, ids: string[]): Promise<number> {

@@ -7,7 +7,7 @@ import type { AppServices } from '../services.js';
 import { deleteRawVectors, upsertRawVectors, VectorDeleteBody, VectorUpsertBody } from './raw-vectors.service.js';
 
 export const vectorRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
-  const runtime = { sql: services.sql, indexes: services.indexes, directory: services.collections, writeSerializer: services.writeSerializer };
+  const runtime = { sql: services.sql, indexes: services.indexes, directory: services.collections, writeLocks: services.writeLocks };
   const tags = ['vectors'];
 
   app.post('/v1/collections/:name/vectors/upsert', {

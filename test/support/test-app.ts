@@ -59,12 +59,18 @@ export interface TestAppOptions {
   dataDir?: string;
   /** Reuse an open database (restart tests); it is then not closed or dropped on close. */
   database?: Database;
+  /**
+   * A second replica: opens its own connection pool on this PostgreSQL database (another app's
+   * `services.config.databaseUrl`), which it leaves in place on close.
+   */
+  replicaOf?: string;
   /** Every log line of the app, at trace level, goes here (tests that inspect what is logged). */
   logStream?: pino.DestinationStream;
 }
 
 export async function buildTestApp(backend: Backend = 'pglite', overrides: Partial<Config> = {}, options: TestAppOptions = {}): Promise<TestApp> {
-  const scratch = backend === 'postgresql' && !options.database ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
+  const scratch = backend === 'postgresql' && !options.database && !options.replicaOf ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
+  const databaseUrl = options.replicaOf ?? scratch?.url;
   const dataDir = options.dataDir ?? await mkdtemp(path.join(os.tmpdir(), 'rs-test-'));
   const config: Config = {
     ...loadConfig({}),
@@ -72,9 +78,9 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     vectorStore: backend === 'postgresql' ? 'pgvector' : 'embedded',
     keywordIndex: backend === 'postgresql' ? 'sql' : 'memory',
     ...overrides,
-    databaseUrl: scratch?.url,
+    databaseUrl,
   };
-  const db = options.database ?? await openDatabase({ databaseUrl: scratch?.url });
+  const db = options.database ?? await openDatabase({ databaseUrl });
   const logger = options.logStream ? pino({ level: 'trace' }, options.logStream) : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const services = await createServices(config, db, logger);
   const app = await buildApp({ services, logger });
