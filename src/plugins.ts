@@ -57,6 +57,12 @@ export interface DocumentElement {
   metadata?: Record<string, unknown>;
   /** The picture of an `image` element; its `text` holds the alt text or caption, if any. */
   image?: { data: Buffer; contentType: string };
+  /**
+   * For a `table` whose first line of `text` is its header row: that line. A chunk that continues
+   * the table past its start carries it (chunk metadata `table_header`) and is embedded with it, so
+   * its rows keep their column names.
+   */
+  tableHeader?: string;
 }
 
 export interface ParsedDocument {

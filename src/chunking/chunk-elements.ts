@@ -4,7 +4,8 @@
  *
  * Every chunk's text is an exact slice of the document text, `joinElementTexts(elements)` (element
  * texts joined by a blank line), starting at `charStart`; the words between two elements of one
- * chunk are separated as in that text, and nothing (no heading path) is prepended.
+ * chunk are separated as in that text, and nothing (no heading path) is prepended. A chunk that
+ * continues a table names the table's header row beside its text (`tableHeader`).
  *
  * Shared rules of both strategies:
  * - Elements whose text is blank (page breaks, empty images) are skipped.
@@ -49,6 +50,8 @@ export interface ElementChunk {
   endElement: number;
   /** Offset of `text` in `joinElementTexts(elements)`. */
   charStart?: number;
+  /** The header row of the table the chunk starts inside of, past the table's start (see DocumentElement.tableHeader). */
+  tableHeader?: string;
 }
 
 /** The separator between elements in the document text that chunk offsets refer to. */
@@ -390,6 +393,7 @@ function chunksOfLayout(elements: readonly DocumentElement[], layout: Layout, { 
       const startElement = elementAt(layout, section, span.start);
       const endElement = elementAt(layout, section, span.end - 1);
       const first = elements[startElement];
+      const continuesTable = first.tableHeader !== undefined && span.start > (layout.spans[startElement] as Span).start;
       chunks.push({
         index: chunks.length,
         text: layout.text.slice(span.start, span.end),
@@ -398,6 +402,7 @@ function chunksOfLayout(elements: readonly DocumentElement[], layout: Layout, { 
         startElement,
         endElement,
         charStart: span.start,
+        ...(continuesTable ? { tableHeader: first.tableHeader } : {}),
       });
     }
   }

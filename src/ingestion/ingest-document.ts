@@ -9,7 +9,7 @@ import { removeEntriesOfDeletedRows, removeFromIndexes } from '../search/search-
 import type { FileStore } from '../storage/file-store.js';
 import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
 import { detectParser } from './parser-selection.js';
-import { chunkRows, elementRows, type ChunkRow, type DocumentRow, type PreparedDocument } from './ingestion-rows.js';
+import { chunkRows, elementRows, embeddingInput, type ChunkRow, type DocumentRow, type PreparedDocument } from './ingestion-rows.js';
 
 export interface IngestionRuntime {
   sql: SqlRunner;
@@ -215,7 +215,7 @@ async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRe
   const model = runtime.embeddingModelFor(collection);
   const embedSlice = (start: number): { rows: ChunkRow[]; vectors: Promise<Float32Array[]> } => {
     const rows = chunkRows(documents, start, start + CHUNK_SLICE);
-    const vectors = embedChunkTexts(model, rows.map((row) => row.text), collection.dimension, (embedded) =>
+    const vectors = embedChunkTexts(model, rows.map(embeddingInput), collection.dimension, (embedded) =>
       progress('embedding', 25 + (65 * (start + embedded)) / chunkCount, `embedded ${start + embedded} of ${chunkCount} chunks`),
     ).catch((error: unknown) => {
       throw asIngestionError('embedding', error, isRetryableEmbeddingFailure(error));

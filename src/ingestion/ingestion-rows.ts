@@ -65,6 +65,16 @@ export interface ChunkRow {
   text: string;
   metadata: Record<string, unknown>;
   tenant: string | null;
+  /** The header row of the table the chunk continues (ElementChunk.tableHeader). */
+  tableHeader?: string;
+}
+
+/**
+ * What a chunk is embedded as: its text, after the header row of the table it continues, so
+ * that rows cut off from their header are still found by what their columns mean.
+ */
+export function embeddingInput(row: ChunkRow): string {
+  return row.tableHeader === undefined ? row.text : `${row.tableHeader}\n${row.text}`;
 }
 
 /**
@@ -80,13 +90,19 @@ export function chunkRows(documents: PreparedDocument[], start: number, end: num
       // Consecutive chunks of one section share one metadata object (nothing changes one in place):
       // the embedded vector store and keyword index keep it as long as the chunk lives, and each of
       // a plain text's 344k chunks had its own equal copy.
-      const metadata = previous && previous.chunk.page === chunk.page && sameHeadingPath(previous.chunk.headingPath, chunk.headingPath)
+      const metadata = previous && previous.chunk.page === chunk.page && sameHeadingPath(previous.chunk.headingPath, chunk.headingPath) && previous.chunk.tableHeader === chunk.tableHeader
         ? previous.metadata
         // Upload metadata on every chunk, so callers always find and can filter on what they sent: it
-        // wins over the chunk's own `heading_path` and `page`, and over what the file says of itself.
-        : { ...fromSource, heading_path: chunk.headingPath, ...(chunk.page !== undefined ? { page: chunk.page } : {}), ...document.row.metadata };
+        // wins over the chunk's own keys, and over what the file says of itself.
+        : {
+          ...fromSource, heading_path: chunk.headingPath, ...(chunk.page !== undefined ? { page: chunk.page } : {}),
+          ...(chunk.tableHeader !== undefined ? { table_header: chunk.tableHeader } : {}), ...document.row.metadata,
+        };
       previous = { chunk, metadata };
-      return { id: documentChunkId(document.row.id, chunk.index), documentId: document.row.id, chunkIndex: chunk.index, text: chunk.text, metadata, tenant: document.row.tenant };
+      return {
+        id: documentChunkId(document.row.id, chunk.index), documentId: document.row.id, chunkIndex: chunk.index, text: chunk.text, metadata, tenant: document.row.tenant,
+        ...(chunk.tableHeader !== undefined ? { tableHeader: chunk.tableHeader } : {}),
+      };
     });
   });
 }

@@ -86,6 +86,9 @@ class HtmlElementCollector {
   private listItem: string | undefined;
   private tableDepth = 0;
   private tableRows: string[][] = [];
+  /** Per row of tableRows: whether every cell is a header cell (th, or any cell inside thead). */
+  private tableHeaderRows: boolean[] = [];
+  private inTableHead = false;
   private tableCaption = '';
   private inCaption = false;
   /** Images met inside a list, table or heading, emitted after it so they do not cut it in two. */
@@ -288,26 +291,38 @@ class HtmlElementCollector {
     if (name === 'table') this.tableDepth++;
     // Rows and cells of a nested table read as text of the outer cell.
     if (this.tableDepth > 1) return;
-    if (name === 'tr') this.tableRows.push([]);
+    if (name === 'tr') this.startTableRow();
     else if (name === 'td' || name === 'th') {
-      if (this.tableRows.length === 0) this.tableRows.push([]);
+      if (this.tableRows.length === 0) this.startTableRow();
       this.tableRows[this.tableRows.length - 1].push('');
-    } else if (name === 'caption') this.inCaption = true;
+      if (name === 'td' && !this.inTableHead) this.tableHeaderRows[this.tableHeaderRows.length - 1] = false;
+    } else if (name === 'thead') this.inTableHead = true;
+    else if (name === 'caption') this.inCaption = true;
+  }
+
+  private startTableRow(): void {
+    this.tableRows.push([]);
+    this.tableHeaderRows.push(true);
   }
 
   private closeTablePart(name: string): void {
     if (name === 'caption') this.inCaption = false;
+    if (name === 'thead' && this.tableDepth === 1) this.inTableHead = false;
     if (name !== 'table' || --this.tableDepth > 0) return;
     const caption = collapseWhitespace(this.tableCaption);
-    const text = this.tableRows
-      .map((row) => row.map(collapseWhitespace))
-      .filter((row) => row.some((cell) => cell.length > 0))
-      .map((row) => row.join(' | '))
-      .join('\n');
+    const rows = this.tableRows
+      .map((cells, index) => ({ line: cells.map(collapseWhitespace), header: this.tableHeaderRows[index]! }))
+      .filter((row) => row.line.some((cell) => cell.length > 0))
+      .map((row) => ({ line: row.line.join(' | '), header: row.header }));
+    const text = rows.map((row) => row.line).join('\n');
     this.tableRows = [];
+    this.tableHeaderRows = [];
+    this.inTableHead = false;
     this.tableCaption = '';
     if (caption.length > 0) this.elements.push({ type: 'paragraph', text: caption, headingPath: this.trail.path });
-    if (text.length > 0) this.elements.push({ type: 'table', text, headingPath: this.trail.path });
+    // Only a first row of header cells is a header: a first row of data would mislabel the rest.
+    const tableHeader = rows.length > 1 && rows[0]!.header ? { tableHeader: rows[0]!.line } : {};
+    if (text.length > 0) this.elements.push({ type: 'table', text, headingPath: this.trail.path, ...tableHeader });
     this.flushPendingImages();
   }
 }

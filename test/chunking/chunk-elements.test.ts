@@ -226,3 +226,26 @@ t.test('invariants on a mixed document: exact slices, size limit, nothing lost',
     }
   }
 });
+
+t.test('chunks that continue a table past its start name its header row', async (t) => {
+  const rows = ['name | default', ...Array.from({ length: 8 }, (_, index) => `option${index} | value${index}`)];
+  const elements: DocumentElement[] = [
+    paragraph('Settings below.'),
+    { type: 'table', text: rows.join('\n'), headingPath: [], tableHeader: rows[0] },
+    { type: 'table', text: rows.join('\n').replace('name | default', 'key | setting'), headingPath: [] },
+  ];
+  for (const strategy of ['recursive', 'paragraph'] as const) {
+    const chunks = chunkElements(elements, { chunkSize: 60, chunkOverlap: 10, strategy });
+    const ofFirstTable = chunks.filter((chunk) => chunk.startElement === 1);
+    t.ok(ofFirstTable.length >= 2, `${strategy}: the table spans several chunks`);
+    t.notOk(ofFirstTable[0]!.text.startsWith('name') && ofFirstTable[0]!.tableHeader !== undefined, `${strategy}: the chunk holding the header names none`);
+    const continuing = chunks.filter((chunk) => chunk.tableHeader !== undefined);
+    t.ok(continuing.length >= 1);
+    for (const chunk of continuing) {
+      t.equal(chunk.startElement, 1, `${strategy}: only the table that has a header`);
+      t.equal(chunk.tableHeader, 'name | default');
+      t.notOk(chunk.text.includes('name | default'), `${strategy}: the text is unchanged, a slice past the header`);
+    }
+    t.same(chunks.filter((chunk) => chunk.startElement !== 1 && chunk.tableHeader !== undefined), [], `${strategy}: chunks starting elsewhere name none`);
+  }
+});

@@ -164,15 +164,17 @@ export function parseMarkdown(markdown: string, options: { mdx?: boolean } = {})
       case 'html':
         for (const element of htmlBlockElements(token.text)) {
           if (element.type === 'heading') addHeading(element.level ?? 1, element.text);
-          else addElement(element.type, element.text, element.metadata ? { metadata: element.metadata } : {});
+          else addElement(element.type, element.text, { ...(element.metadata ? { metadata: element.metadata } : {}), ...(element.tableHeader ? { tableHeader: element.tableHeader } : {}) });
         }
         break;
       case 'list':
         addElement('list', listLines(token as Tokens.List).join('\n'));
         break;
-      case 'table':
-        addElement('table', tableLines(token as Tokens.Table).join('\n'));
+      case 'table': {
+        const lines = tableLines(token as Tokens.Table);
+        addElement('table', lines.join('\n'), { tableHeader: lines[0] });
         break;
+      }
       case 'code': {
         const language = (token as Tokens.Code).lang?.trim().split(/\s+/)[0];
         addElement('code', token.text, language ? { metadata: { language } } : {});
