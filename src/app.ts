@@ -20,7 +20,7 @@ import { uploadSessionRoutes } from './uploads/upload-sessions.routes.js';
 import { vectorRoutes } from './vectors/vectors.routes.js';
 import { healthRoutes } from './health/health.routes.js';
 import { authenticate } from './http/authenticate.js';
-import { answerClientError } from './http/client-errors.js';
+import { answerClientError, answerFrameworkError, MAX_PATH_SEGMENT_LENGTH } from './http/client-errors.js';
 import { connectionDrain } from './http/connection-drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
@@ -48,6 +48,8 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
     return503OnClosing: true,
     requestIdHeader: 'x-request-id',
     clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
+    maxParamLength: MAX_PATH_SEGMENT_LENGTH,
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

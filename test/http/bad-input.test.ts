@@ -215,6 +215,18 @@ for (const backend of testBackends()) {
       t.equal((await app.inject({ method: 'DELETE', url: '/v1/collections/nul-checks', headers: { cookie } })).statusCode, 204);
     });
 
+    await t.test('paths the router refuses (bad percent-encoding, an overlong segment) answer {detail}', async (t) => {
+      for (const url of ['/v1/collections/%ff', '/v1/documents/%ff', '/health/%ff']) {
+        const response = await app.inject({ method: 'GET', url, headers: { cookie } });
+        assertErrorBody(t, response, 400, url);
+        t.equal(response.json().code, 'bad_url');
+      }
+      const long = await app.inject({ method: 'GET', url: `/v1/collections/${'a'.repeat(5000)}`, headers: { cookie } });
+      assertErrorBody(t, long, 414, 'a 5,000-character collection name');
+      t.match(long.json().detail, /longer than 100 characters/);
+      t.equal((await app.inject({ method: 'GET', url: `/v1/collections/${'a'.repeat(64)}`, headers: { cookie } })).statusCode, 404, 'the longest valid name is looked up');
+    });
+
     await t.test('text the database cannot store (NUL, half a surrogate pair): 400 naming where, nothing created', async (t) => {
       const before = { keys: await total('/v1/admin/api-keys'), users: await total('/v1/admin/users'), collections: await total('/v1/collections') };
       for (const [bad, what] of [['a\u0000b', 'NUL'], ['a\uD83Db', 'half a surrogate pair']] as const) {
