@@ -117,6 +117,23 @@ async function receiveFile(part: MultipartFile, options: ReceiveOptions): Promis
 const INLINE_BYTES_PER_REQUEST = 8 * 1024 * 1024;
 
 /**
+ * Fields read as such though their part has a filename: `curl -F metadata=@meta.json` and a Blob
+ * appended to a FormData send the metadata that way, and were refused as a second file.
+ */
+const FIELDS_SENT_AS_FILES = new Set(['metadata']);
+
+async function readFileAsField(part: MultipartFile): Promise<string> {
+  const pieces: Buffer[] = [];
+  let bytes = 0;
+  for await (const piece of part.file as AsyncIterable<Buffer>) {
+    bytes += piece.length;
+    if (bytes > MULTIPART_FIELD_MAX_BYTES) throw new PayloadTooLargeError(`Field "${part.fieldname}" is larger than ${MULTIPART_FIELD_MAX_BYTES} bytes`);
+    pieces.push(piece);
+  }
+  return Buffer.concat(pieces).toString('utf8');
+}
+
+/**
  * Reads a multipart body part by part: each `file` part streams to storage as it arrives (never
  * held whole in memory; small files are kept for the database, within INLINE_BYTES_PER_REQUEST),
  * other fields are collected as strings. On any failure, files this request stored are removed.
@@ -136,6 +153,10 @@ export async function receiveMultipartFiles(request: FastifyRequest, options: Re
         continue;
       }
       const filePart = part as MultipartFile;
+      if (FIELDS_SENT_AS_FILES.has(filePart.fieldname)) {
+        fields[filePart.fieldname] = await readFileAsField(filePart);
+        continue;
+      }
       if (filePart.fieldname !== 'file' || outcomes.length === (options.maxFiles ?? Infinity)) {
         filePart.file.resume();
         throw new BadRequestError(options.partRule);

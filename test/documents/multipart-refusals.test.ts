@@ -12,11 +12,12 @@ import { MULTIPART_FIELD_MAX_BYTES, MULTIPART_MAX_FIELDS, MULTIPART_MAX_FILES } 
 
 type Body = { payload: Buffer | string; headers: Record<string, string> };
 
-/** One `metadata` part with its own Content-Type, then one text file. */
-function typedMetadataUpload(metadata: string, contentType: string): Body {
+/** One `metadata` part with its own Content-Type (and a filename, as `curl -F metadata=@m.json` sends it), then one text file. */
+function typedMetadataUpload(metadata: string, contentType: string, metadataFilename?: string): Body {
   const boundary = 'rs-typed-metadata';
+  const filename = metadataFilename === undefined ? '' : `; filename="${metadataFilename}"`;
   const payload = Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="metadata"\r\nContent-Type: ${contentType}\r\n\r\n${metadata}\r\n`
+    `--${boundary}\r\nContent-Disposition: form-data; name="metadata"${filename}\r\nContent-Type: ${contentType}\r\n\r\n${metadata}\r\n`
     + `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="typed.txt"\r\nContent-Type: text/plain\r\n\r\nOsprey nests line the estuary.\r\n`
     + `--${boundary}--\r\n`,
   );
@@ -111,6 +112,27 @@ for (const backend of testBackends()) {
           new RegExp(`larger than ${MULTIPART_FIELD_MAX_BYTES} bytes`), `${method} ${url}: over the field limit`);
       }
       await nothingKept(t, 'typed metadata refused');
+    });
+
+    await t.test('a metadata part sent as a file (curl -F metadata=@m.json, a Blob in FormData) is read as the field', async (t) => {
+      for (const contentType of ['application/json', 'application/octet-stream']) {
+        const accepted = await send('POST', '/v1/collections/parts/documents', typedMetadataUpload('{"site":"dunes"}', contentType, 'm.json'));
+        t.equal(accepted.statusCode, 202, accepted.body.slice(0, 300));
+        t.same(accepted.json().metadata, { site: 'dunes' }, `${contentType}: the metadata as sent`);
+        t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/parts/documents/${accepted.json().id}`, headers: admin })).statusCode, 204);
+      }
+      const batch = await send('POST', '/v1/collections/parts/documents/batch', typedMetadataUpload('{"site":"spit"}', 'application/json', 'm.json'));
+      t.equal(batch.statusCode, 202, batch.body.slice(0, 300));
+      t.same(batch.json().documents.map((document: { metadata: unknown }) => document.metadata), [{ site: 'spit' }]);
+      for (const document of batch.json().documents) await app.inject({ method: 'DELETE', url: `/v1/collections/parts/documents/${document.id}`, headers: admin });
+
+      const oversized = JSON.stringify({ note: 'x'.repeat(MULTIPART_FIELD_MAX_BYTES) });
+      for (const [method, url] of paths) {
+        assertError(t, await send(method, url, typedMetadataUpload(oversized, 'application/json', 'm.json')), 413,
+          `Field "metadata" is larger than ${MULTIPART_FIELD_MAX_BYTES} bytes`, `${method} ${url}: over the field limit`);
+        assertError(t, await send(method, url, typedMetadataUpload('{"site":', 'application/json', 'm.json')), 400, /metadata/, `${method} ${url}: bad JSON`);
+      }
+      await nothingKept(t, 'metadata files refused');
     });
   });
 }
