@@ -49,8 +49,7 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
     requestIdHeader: 'x-request-id',
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
-    maxParamLength: MAX_PATH_SEGMENT_LENGTH,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_SEGMENT_LENGTH },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(createValidatorCompiler());

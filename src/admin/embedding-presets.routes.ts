@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { HTTP_URL_FORMAT } from '../http/validation.js';
 import { recordAudit } from '../audit/audit.service.js';
 import { EMBEDDING_PROVIDERS } from '../collections/collection-input.js';
 import { serializePreset } from '../embedding/embedding-presets.service.js';
@@ -14,7 +15,7 @@ const Provider = literalUnion(EMBEDDING_PROVIDERS);
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 const Model = Type.String({ minLength: 1, maxLength: 255 });
 const ApiKey = Type.Union([Type.String({ minLength: 1, maxLength: 4096 }), Type.Null()], { description: 'write-only; null clears the stored key' });
-const BaseUrl = Type.Union([Type.String({ format: 'uri', maxLength: 2048 }), Type.Null()], { description: 'API base with its version segment, e.g. http://localhost:11434/v1' });
+const BaseUrl = Type.Union([Type.String({ format: HTTP_URL_FORMAT, maxLength: 2048 }), Type.Null()], { description: 'API base with its version segment, e.g. http://localhost:11434/v1' });
 const Dimension = Type.Integer({ minimum: 2, maximum: 16000 });
 
 /** Spec 2.11: name, provider, model, api_key, base_url?, dimension (model and dimension default from the model table). */
@@ -28,7 +29,7 @@ const PresetUpdateBody = Type.Object({
 /** Spec 2.11: a test takes provider, model, api_key?, base_url?; a dimension, when sent, is checked too. */
 const PresetTestBody = Type.Object({
   provider: Provider, model: Type.Optional(Model), api_key: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
-  base_url: Type.Optional(Type.String({ format: 'uri', maxLength: 2048 })), dimension: Type.Optional(Dimension),
+  base_url: Type.Optional(Type.String({ format: HTTP_URL_FORMAT, maxLength: 2048 })), dimension: Type.Optional(Dimension),
 }, { additionalProperties: false });
 
 export const adminEmbeddingPresetRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {

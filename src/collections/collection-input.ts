@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { CHUNK_STRATEGIES, SEARCH_MODES } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
 import { literalUnion } from '../http/literal-union.js';
+import { HTTP_URL_FORMAT } from '../http/validation.js';
 import { metadataFieldPath } from '../search/filters/field-path.js';
 
 
@@ -16,7 +17,7 @@ export const CollectionCreateBody = Type.Object({
   embedding_provider: Type.Optional(literalUnion(EMBEDDING_PROVIDERS)),
   embedding_model: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   embedding_api_key: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 4096 }), Type.Null()])),
-  embedding_base_url: Type.Optional(Type.Union([Type.String({ format: 'uri', maxLength: 2048 }), Type.Null()])),
+  embedding_base_url: Type.Optional(Type.Union([Type.String({ format: HTTP_URL_FORMAT, maxLength: 2048 }), Type.Null()])),
   dimension: Type.Optional(Type.Integer({ minimum: 2, maximum: 16000 })),
   chunk_size: Type.Optional(Type.Integer({ minimum: 50, maximum: 100000 })),
   chunk_overlap: Type.Optional(Type.Integer({ minimum: 0, maximum: 50000 })),
@@ -28,7 +29,7 @@ export const CollectionCreateBody = Type.Object({
   metadata_schema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   reranking_enabled: Type.Optional(Type.Boolean()),
   reranking_model: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()])),
-  reranking_base_url: Type.Optional(Type.Union([Type.String({ format: 'uri', maxLength: 2048 }), Type.Null()])),
+  reranking_base_url: Type.Optional(Type.Union([Type.String({ format: HTTP_URL_FORMAT, maxLength: 2048 }), Type.Null()])),
   reranking_api_key: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 4096 }), Type.Null()])),
   multimodal_enabled: Type.Optional(Type.Boolean()),
   multimodal_enrichment_enabled: Type.Optional(Type.Boolean()),

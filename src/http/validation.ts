@@ -9,7 +9,23 @@ function buildAjv(coerceTypes: boolean): Ajv {
   // strict: false because typebox schemas carry their own annotation keys.
   const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
   addFormats(ajv);
+  ajv.addFormat(HTTP_URL_FORMAT, { type: 'string', validate: isHttpUrl });
   return ajv;
+}
+
+/**
+ * The base URL of a model provider: `uri` alone let `file:///etc/passwd` and other schemes through
+ * to the provider clients, which answered with a 502 at the first query instead of a 400.
+ */
+export const HTTP_URL_FORMAT = 'http-url';
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const { protocol } = new URL(value);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -22,6 +38,17 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   return ({ schema, httpPart }) => (httpPart === 'body' ? exact : coercing).compile(schema as object);
 }
 
+/**
+ * A nullable field (a union of a schema and null) that fails its schema also failed "must be
+ * null" and "must match a schema in anyOf": the detail said three things where one is the reason.
+ * Those two go when a more specific error at the same place remains.
+ */
+function withoutNullableNoise(errors: ErrorObject[]): ErrorObject[] {
+  const isNoise = (error: ErrorObject) => error.keyword === 'anyOf' || (error.keyword === 'type' && (error.params as { type: unknown }).type === 'null');
+  const specificAt = new Set(errors.filter((error) => !isNoise(error)).map((error) => error.instancePath));
+  return errors.filter((error) => !isNoise(error) || !specificAt.has(error.instancePath));
+}
+
 export function describeValidationErrors(errors: ErrorObject[], context: string): string {
   // An enumeration (a union of literals) fails once per member and once more as a union: the
   // detail said "must be equal to constant" four times. Said once, with the values it takes.
@@ -30,7 +57,7 @@ export function describeValidationErrors(errors: ErrorObject[], context: string)
     if (error.keyword === 'const') literalsAt.set(error.instancePath, [...(literalsAt.get(error.instancePath) ?? []), (error.params as { allowedValue: unknown }).allowedValue]);
   }
   const enumerationsDescribed = new Set<string>();
-  return errors.flatMap((error) => {
+  return withoutNullableNoise(errors).flatMap((error) => {
     const where = error.instancePath ? `${context}${error.instancePath.replaceAll('/', '.')}` : context;
     const literals = literalsAt.get(error.instancePath);
     if (literals && (error.keyword === 'const' || error.keyword === 'anyOf')) {
@@ -40,6 +67,9 @@ export function describeValidationErrors(errors: ErrorObject[], context: string)
     }
     if (error.keyword === 'additionalProperties') {
       return [`${where} has unknown field "${(error.params as { additionalProperty: string }).additionalProperty}"`];
+    }
+    if (error.keyword === 'format' && (error.params as { format: string }).format === HTTP_URL_FORMAT) {
+      return [`${where} must be an http:// or https:// URL`];
     }
     if (error.keyword === 'required') {
       return [`${where} is missing required field "${(error.params as { missingProperty: string }).missingProperty}"`];

@@ -55,6 +55,7 @@ for (const backend of testBackends()) {
         [{ name: 'x', provider: 'openai_compatible', model: 'nomic-embed-text', dimension: 768 }, 400, /base_url is required/],
         [{ name: 'x', provider: 'openai_compatible', base_url: fake.baseUrl('compatible'), model: 'm' }, 400, /dimension is required/],
         [{ name: 'x', provider: 'local', base_url: 'not a url' }, 400, /base_url/],
+        [{ name: 'x', provider: 'openai_compatible', base_url: 'file:///etc/passwd', model: 'm', dimension: 8 }, 400, /base_url must be an http:\/\/ or https:\/\/ URL/],
         [{ name: 'x', provider: 'local', extra: 1 }, 400, /extra/],
         [{ ...openAiPreset }, 409, /openai-small already exists/],
       ];

@@ -150,6 +150,13 @@ for (const backend of testBackends()) {
       assertError(t, await create({ name: 'bad-strategy', chunk_strategy: 'sentences' }), 400, /chunk_strategy/, 'unknown chunk strategy');
       assertError(t, await create({ name: 'bad-field', colour: 'blue' }), 400, /colour/, 'unknown field');
       assertError(t, await create({ name: 'bad-topk', default_top_k: 0 }), 400, /default_top_k/, 'top_k 0');
+      // Provider clients speak HTTP: another scheme was accepted and failed every query with a 502.
+      for (const url of ['file:///etc/passwd', 'ftp://models.example/v1', 'gopher://localhost:70/']) {
+        assertError(t, await create({ name: 'bad-base-url', embedding_provider: 'openai_compatible', embedding_model: 'm', dimension: 8, embedding_base_url: url }), 400,
+          'body.embedding_base_url must be an http:// or https:// URL', `embedding_base_url ${url}`);
+        assertError(t, await create({ name: 'bad-rerank-url', reranking_model: 'openai_compatible/m', reranking_base_url: url }), 400,
+          'body.reranking_base_url must be an http:// or https:// URL', `reranking_base_url ${url}`);
+      }
       t.equal(await totalCollections(), before, 'no refused create left a collection');
       for (const name of ['a b', 'overlap-eq', 'bad-schema', 'bad-provider', 'bad-field', 'string-schema', 'array-schema', 'empty-segment-0']) {
         t.equal((await get(encodeURIComponent(name))).statusCode, 404, `${name} does not exist`);
@@ -271,6 +278,7 @@ for (const backend of testBackends()) {
       assertError(t, await patch('editable', { metadata_schema: { type: 'nonsense' } }), 400, /metadata_schema/, 'invalid schema');
       assertError(t, await patch('editable', { metadata_schema: { type: 'string' } }), 400, /^metadata_schema must accept an object/, 'a schema that excludes objects');
       assertError(t, await patch('editable', { reranking_enabled: 'yes' }), 400, /reranking_enabled/, 'wrong type');
+      assertError(t, await patch('editable', { reranking_base_url: 'file:///etc/passwd' }), 400, 'body.reranking_base_url must be an http:// or https:// URL', 'a base URL of another scheme');
       t.same((await get('editable')).json(), afterUpdates, 'refused updates changed nothing');
     });
 
