@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { Ajv } from 'ajv';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { recordAudit } from '../audit/audit.service.js';
 import { assertCollectionAccess, collectionPin, type Actor } from '../auth/actor.js';
@@ -9,6 +8,7 @@ import { Collection, type CollectionRecord } from '../db/entities/index.js';
 import { BadRequestError, ConflictError, NotFoundError, PinnedKeyError } from '../errors.js';
 import type { SettingsService } from '../settings/settings.service.js';
 import type { CollectionDirectory } from './collection-directory.js';
+import { compileMetadataSchema } from './metadata-schema.js';
 import {
   assertTenantFieldPath, CollectionCreateBody, UPDATABLE_FIELDS, type CollectionCreateInput, type CollectionUpdateInput,
 } from './collection-input.js';
@@ -35,15 +35,9 @@ export interface CollectionDependencies {
   removeFiles(collection: CollectionRecord): Promise<void>;
 }
 
-const schemaCompiler = new Ajv({ strict: false });
-
 function assertValidJsonSchema(schema: Record<string, unknown> | null | undefined): void {
   if (!schema) return;
-  try {
-    schemaCompiler.compile(schema);
-  } catch (error) {
-    throw new BadRequestError(`metadata_schema is not a valid JSON Schema: ${(error as Error).message}`);
-  }
+  compileMetadataSchema(schema);
   assertSchemaAcceptsObjects(schema);
 }
 

@@ -1,11 +1,11 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
+import { compileMetadataSchema } from '../collections/metadata-schema.js';
 import type { CollectionRecord } from '../db/entities/index.js';
-import { BadRequestError } from '../errors.js';
+import { BadRequestError, ConflictError } from '../errors.js';
 import { metadataFieldPath } from '../search/filters/field-path.js';
 import { valueAtPath } from '../search/filters/match-filter.js';
 import { unstorableValueDetail } from '../db/storable-values.js';
 
-const ajv = new Ajv({ strict: false, allErrors: true });
 const compiled = new Map<string, ValidateFunction>();
 
 function validatorFor(collection: CollectionRecord): ValidateFunction | null {
@@ -13,10 +13,23 @@ function validatorFor(collection: CollectionRecord): ValidateFunction | null {
   const cacheKey = `${collection.id}:${JSON.stringify(collection.metadataSchema)}`;
   let validate = compiled.get(cacheKey);
   if (!validate) {
-    validate = ajv.compile(collection.metadataSchema);
+    validate = compileStoredSchema(collection, collection.metadataSchema);
     compiled.set(cacheKey, validate);
   }
   return validate;
+}
+
+/**
+ * A schema stored before create refused what it holds (a backtracking pattern, a quadratic
+ * `uniqueItems`) is not run: its check could hold the process. The collection's owner fixes it.
+ */
+function compileStoredSchema(collection: CollectionRecord, schema: Record<string, unknown>): ValidateFunction {
+  try {
+    return compileMetadataSchema(schema);
+  } catch (error) {
+    if (!(error instanceof BadRequestError)) throw error;
+    throw new ConflictError(`collection ${collection.name} cannot check metadata until its metadata_schema is updated (PATCH /v1/collections/${collection.name}): stored before the current rules, its ${error.message}`);
+  }
 }
 
 /** Parses the `metadata` form field of an upload: a JSON object as a string. */
