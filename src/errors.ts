@@ -45,6 +45,13 @@ export class PinnedKeyError extends ForbiddenError {
   }
 }
 
+/** A key whose pinned collection was deleted: a collection created later under its name is another. */
+export class PinnedCollectionDeletedError extends ForbiddenError {
+  constructor(collection: string) {
+    super(`API key is pinned to collection ${collection}, which was deleted`);
+  }
+}
+
 export class NotFoundError extends AppError {
   constructor(detail: string) {
     super(404, 'not_found', detail);

@@ -1,4 +1,4 @@
-import { ForbiddenError, MissingScopeError, PinnedKeyError } from '../errors.js';
+import { ForbiddenError, MissingScopeError, PinnedCollectionDeletedError, PinnedKeyError } from '../errors.js';
 import type { UserRole } from '../db/entities/user.js';
 
 export interface UserActor {
@@ -15,8 +15,10 @@ export interface ApiKeyActor {
   name: string;
   prefix: string;
   scopes: string[];
-  /** Collection the key is pinned to, if any. */
+  /** Name of the collection the key is pinned to, if any: set means pinned. */
   collection: string | null;
+  /** Id of that collection; null while `collection` is set: it was deleted, and the key is refused. */
+  collectionId: string | null;
   createdBy: string | null;
 }
 
@@ -44,7 +46,8 @@ export function actorOwner(actor: Actor): string {
 export function actorRights(actor: Actor): string {
   return actor.kind === 'user'
     ? JSON.stringify({ role: actor.role })
-    : JSON.stringify({ scopes: [...actor.scopes].sort(), collection: actor.collection });
+    // The pin's id only for pinned keys, so that the rights of unpinned keys read as before.
+    : JSON.stringify({ scopes: [...actor.scopes].sort(), collection: actor.collection, ...(actor.collection !== null && { collectionId: actor.collectionId }) });
 }
 
 export function actorId(actor: Actor): string {
@@ -89,14 +92,32 @@ export function assertAccess(actor: Actor, access: RouteAccess): void {
   throw new ForbiddenError(`Your role does not allow ${access.scope}`);
 }
 
-/** Collection routes call this: a pinned key may act only inside its collection. */
-export function assertCollectionAccess(actor: Actor, collection: string): void {
-  if (actor.kind === 'api_key' && actor.collection !== null && actor.collection !== collection) {
-    throw new PinnedKeyError(actor.collection);
-  }
+/**
+ * Collection routes call this with the name asked for and the collection found under it (null:
+ * none). A pinned key may act only inside the collection it was pinned to, compared by id: a
+ * collection created again under a deleted one's name is another collection. The id is the one
+ * resolved for this request, so warm key or collection caches cannot let the new one through.
+ * Call it before answering 404, so that a pinned key learns nothing about other collections.
+ */
+export function assertCollectionAccess(actor: Actor, name: string, found: { id: string } | null): void {
+  if (actor.kind !== 'api_key' || actor.collection === null) return;
+  if (name !== actor.collection) throw new PinnedKeyError(actor.collection);
+  // Names are unique and never change, so no collection or another one under the pin's name
+  // means the pinned collection is gone, whether or not the key's record says so yet.
+  if (actor.collectionId === null || found?.id !== actor.collectionId) throw new PinnedCollectionDeletedError(actor.collection);
 }
 
-/** The collection a caller is confined to, or null when it may see every collection. */
+/**
+ * The collection a caller is confined to, or null when it may see every collection. A key whose
+ * pinned collection is known to be deleted is confined to nothing, and refused.
+ */
+export function pinnedCollection(actor: Actor): { name: string; id: string } | null {
+  if (actor.kind !== 'api_key' || actor.collection === null) return null;
+  if (actor.collectionId === null) throw new PinnedCollectionDeletedError(actor.collection);
+  return { name: actor.collection, id: actor.collectionId };
+}
+
+/** The name of the collection a caller is confined to (see pinnedCollection). */
 export function collectionPin(actor: Actor): string | null {
-  return actor.kind === 'api_key' ? actor.collection : null;
+  return pinnedCollection(actor)?.name ?? null;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { recordAudit } from '../audit/audit.service.js';
 import { randomToken, sha256Hex } from '../crypto/tokens.js';
-import { ApiKey, type ApiKeyRecord } from '../db/entities/index.js';
+import { ApiKey, Collection, type ApiKeyRecord } from '../db/entities/index.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import type { Actor, ApiKeyActor } from './actor.js';
 import type { ApiKeyUsageTracker } from './api-key-usage-tracker.js';
@@ -11,6 +11,8 @@ export const API_KEY_PREFIX = 'svc_sk_';
 export const API_KEY_DISPLAY_PREFIX_LENGTH = 12;
 const SCOPE_PATTERN = /^(\*|[a-z_]+):(\*|[a-z_]+)$/;
 const COLLECTION_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** PostgreSQL's name for the foreign key of api_keys.collection_id (migration 0013). */
+const PIN_FOREIGN_KEY = 'api_keys_collection_id_fkey';
 
 export interface ApiKeyInput {
   name?: string | undefined;
@@ -56,6 +58,28 @@ export class ApiKeyService {
     }
   }
 
+  /**
+   * The pin an input asks for, as the collection's name and id. A pin names an existing collection
+   * (404 otherwise): a pin to a name no collection has yet would grant whatever is later created
+   * under it. Null unpins.
+   */
+  private static async resolvePin(em: EntityManager, name: string | null): Promise<{ collection: string | null; collectionId: string | null }> {
+    if (name === null) return { collection: null, collectionId: null };
+    const collection = await em.findOne(Collection, { name }, { fields: ['id', 'name'] });
+    if (!collection) throw new NotFoundError(`Collection ${name} not found: a key can only be pinned to an existing collection`);
+    return { collection: collection.name, collectionId: collection.id };
+  }
+
+  /** Writes a key: a pinned collection deleted since resolvePin fails its foreign key (migration 0013), a 404 too. */
+  private static async flushPinned(em: EntityManager, collection: string | null): Promise<void> {
+    try {
+      await em.flush();
+    } catch (error) {
+      if ((error as { constraint?: string }).constraint === PIN_FOREIGN_KEY) throw new NotFoundError(`Collection ${collection} not found: a key can only be pinned to an existing collection`);
+      throw error;
+    }
+  }
+
   private static mint(): { key: string; keyHash: string; prefix: string } {
     const key = `${API_KEY_PREFIX}${randomToken(32)}`;
     return { key, keyHash: sha256Hex(key), prefix: key.slice(0, API_KEY_DISPLAY_PREFIX_LENGTH) };
@@ -65,6 +89,7 @@ export class ApiKeyService {
     ApiKeyService.validate(input);
     // A key dead from birth is a mistake; an update may still set a past time to expire a key now.
     if (input.expires_at && Date.parse(input.expires_at) <= Date.now()) throw new BadRequestError('expires_at is in the past: the key could never be used');
+    const pin = await ApiKeyService.resolvePin(em, input.collection ?? null);
     const minted = ApiKeyService.mint();
     const now = new Date();
     const record = em.create(ApiKey, {
@@ -73,7 +98,7 @@ export class ApiKeyService {
       prefix: minted.prefix,
       keyHash: minted.keyHash,
       scopes: input.scopes && input.scopes.length > 0 ? [...new Set(input.scopes)] : ['*:*'],
-      collection: input.collection ?? null,
+      ...pin,
       active: true,
       expiresAt: input.expires_at ? new Date(input.expires_at) : null,
       lastUsedAt: null,
@@ -82,7 +107,7 @@ export class ApiKeyService {
       updatedAt: now,
     });
     recordAudit(em, actor, { action: 'api_key.create', resourceType: 'api_key', resourceId: record.id, details: { name: record.name } });
-    await em.flush();
+    await ApiKeyService.flushPinned(em, pin.collection);
     return { record, key: minted.key };
   }
 
@@ -102,14 +127,15 @@ export class ApiKeyService {
   async update(em: EntityManager, actor: Actor, id: string, input: ApiKeyInput): Promise<ApiKeyRecord> {
     ApiKeyService.validate(input);
     const record = await this.get(em, id);
+    const pin = input.collection === undefined ? undefined : await ApiKeyService.resolvePin(em, input.collection);
     if (input.name !== undefined) record.name = input.name.trim();
     if (input.scopes !== undefined) record.scopes = input.scopes.length > 0 ? [...new Set(input.scopes)] : ['*:*'];
     if (input.expires_at !== undefined) record.expiresAt = input.expires_at ? new Date(input.expires_at) : null;
-    if (input.collection !== undefined) record.collection = input.collection;
+    if (pin) Object.assign(record, pin);
     if (input.active !== undefined) record.active = input.active;
     record.updatedAt = new Date();
     recordAudit(em, actor, { action: 'api_key.update', resourceType: 'api_key', resourceId: id, details: { fields: Object.keys(input) } });
-    await em.flush();
+    await ApiKeyService.flushPinned(em, record.collection ?? null);
     this.forget(record.keyHash);
     return record;
   }
@@ -164,6 +190,7 @@ export class ApiKeyService {
       prefix: record.prefix,
       scopes: record.scopes,
       collection: record.collection ?? null,
+      collectionId: record.collectionId ?? null,
       createdBy: record.createdBy ?? null,
     };
   }
@@ -176,6 +203,8 @@ export function serializeApiKey(record: ApiKeyRecord) {
     prefix: record.prefix,
     scopes: record.scopes,
     collection: record.collection,
+    /** The pinned collection was deleted: the key is refused until it is pinned again or unpinned. */
+    collection_deleted: Boolean(record.collection) && !record.collectionId,
     active: record.active,
     expires_at: record.expiresAt?.toISOString() ?? null,
     last_used_at: record.lastUsedAt?.toISOString() ?? null,
@@ -183,4 +212,13 @@ export function serializeApiKey(record: ApiKeyRecord) {
     created_at: record.createdAt.toISOString(),
     updated_at: record.updatedAt.toISOString(),
   };
+}
+
+/**
+ * Whether the collection a key is pinned to was deleted, read from the database: the key's
+ * record may be cached from before the delete, when the foreign key had not yet cleared its id.
+ */
+export async function pinnedCollectionDeleted(em: EntityManager, actor: ApiKeyActor): Promise<boolean> {
+  if (actor.collection === null) return false;
+  return actor.collectionId === null || await em.count(Collection, { id: actor.collectionId }) === 0;
 }

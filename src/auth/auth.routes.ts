@@ -6,6 +6,7 @@ import type { AppServices } from '../services.js';
 import { User } from '../db/entities/index.js';
 import { NotFoundError } from '../errors.js';
 import { actorScopes, type UserActor } from './actor.js';
+import { pinnedCollectionDeleted } from './api-keys.service.js';
 import { mergePreferences, preferencesPatchFromBody, readPreferences } from './preferences.service.js';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.js';
 import { createSession, revokeSession, revokeUserSessions } from './sessions.service.js';
@@ -80,13 +81,15 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
   app.get('/v1/auth/whoami', { config: ANY_CALLER, schema: { tags, summary: 'Identity, auth method and, for API keys, scopes and pin' } }, async (request) => {
     const actor = requireActor(request);
     if (actor.kind === 'user') {
-      return { auth_method: 'session', user: { id: actor.userId, email: actor.email, role: actor.role }, scopes: actorScopes(actor), collection: null };
+      return { auth_method: 'session', user: { id: actor.userId, email: actor.email, role: actor.role }, scopes: actorScopes(actor), collection: null, collection_deleted: false };
     }
     return {
       auth_method: 'api_key',
       api_key: { id: actor.keyId, name: actor.name, prefix: actor.prefix },
       scopes: actor.scopes,
       collection: actor.collection,
+      // The pin keeps its name after its collection is deleted; this says the key is refused.
+      collection_deleted: await pinnedCollectionDeleted(db.fork(), actor),
     };
   });
 

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { recordAudit } from '../audit/audit.service.js';
-import { assertCollectionAccess, collectionPin, type Actor } from '../auth/actor.js';
+import { assertCollectionAccess, pinnedCollection, type Actor } from '../auth/actor.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { CollectionEmbedding } from '../embedding/collection-embedding.js';
 import { Collection, type CollectionRecord } from '../db/entities/index.js';
-import { BadRequestError, ConflictError, NotFoundError, PinnedKeyError } from '../errors.js';
+import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import type { SettingsService } from '../settings/settings.service.js';
 import type { CollectionDirectory } from './collection-directory.js';
 import { compileMetadataSchema } from './metadata-schema.js';
@@ -57,16 +57,16 @@ function assertSchemaAcceptsObjects(schema: Record<string, unknown>): void {
 
 /** A collection the caller may use, for reading: the record may be shared, never modify it. */
 export async function findCollection(directory: CollectionDirectory, actor: Actor, name: string): Promise<CollectionRecord> {
-  assertCollectionAccess(actor, name);
   const collection = await directory.find(name);
+  assertCollectionAccess(actor, name, collection);
   if (!collection) throw new NotFoundError(`Collection ${name} not found`);
   return collection;
 }
 
 /** The collection as an entity of `em`, for changing it. */
 async function loadCollectionForUpdate(em: EntityManager, actor: Actor, name: string): Promise<CollectionRecord> {
-  assertCollectionAccess(actor, name);
   const collection = await em.findOne(Collection, { name });
+  assertCollectionAccess(actor, name, collection);
   if (!collection) throw new NotFoundError(`Collection ${name} not found`);
   return collection;
 }
@@ -75,17 +75,17 @@ export async function listCollections(em: EntityManager, actor: Actor, query: { 
   const where: Record<string, unknown> = {};
   // A case-insensitive substring match (api-contract 5); LIKE wildcards in the input are literal.
   if (query.name) where.name = { $ilike: `%${query.name.replace(/[\\%_]/g, (c) => `\\${c}`)}%` };
-  const pin = collectionPin(actor);
-  // A pinned key sees its collection only, and only when the name filter matches it too.
-  if (pin) where.name = where.name ? { $eq: pin, ...(where.name as object) } : pin;
+  const pin = pinnedCollection(actor);
+  // A pinned key sees its collection only, by id (a later one under its name is another); the name filter still applies.
+  if (pin) where.id = pin.id;
   const [data, total] = await em.findAndCount(Collection, where, { orderBy: { name: 'asc' }, limit: query.limit, offset: query.offset });
   return { data, total };
 }
 
 export async function createCollection(context: CollectionContext, deps: CollectionDependencies, input: CollectionCreateInput): Promise<CollectionRecord> {
   const { em, actor } = context;
-  const pin = collectionPin(actor);
-  if (pin && pin !== input.name) throw new PinnedKeyError(pin);
+  // A pinned key creates nothing: its own collection exists (409 below) unless it was deleted (403).
+  if (pinnedCollection(actor)) assertCollectionAccess(actor, input.name, await em.findOne(Collection, { name: input.name }));
   const embedding = await deps.resolveEmbedding(input);
   deps.checkReranking(input.reranking_model ?? null, input.reranking_base_url ?? null, Boolean(input.reranking_api_key));
   const chunkSize = input.chunk_size ?? await deps.settings.get<number>('default_chunk_size');

@@ -159,7 +159,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     const collection = document ? await em.findOne(Collection, { id: document.collectionId }) : null;
     if (!document || !collection) throw new NotFoundError(`Document ${request.params.id} not found`);
     // The owning collection is resolved first, then the pin is enforced (spec 4.3).
-    assertCollectionAccess(actor, collection.name);
+    assertCollectionAccess(actor, collection.name, collection);
     return serializeDocument(document, collection.name);
   });
 };

@@ -2,14 +2,14 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import {
-  adminTestApp, bearer, createApiKey, testBackends,
+  adminTestApp, bearer, createApiKey, createTestCollection, testBackends,
 } from '../support/test-app.js';
 import { assertError } from '../support/assertions.js';
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
     const ctx = await adminTestApp(t, backend);
-    const { app, cookie } = ctx;
+    const { app, cookie, admin } = ctx;
     const whoami = (key: string) => app.inject({ url: '/v1/auth/whoami', headers: bearer(key) });
     const getKey = (id: string) => app.inject({ url: `/v1/admin/api-keys/${id}`, headers: { cookie } });
 
@@ -36,6 +36,7 @@ for (const backend of testBackends()) {
     });
 
     t.test('whoami shows scopes and pin; last_used_at updates', async (t) => {
+      await createTestCollection(app, admin, { name: 'handbook' });
       const key = await createApiKey(app, cookie, { name: 'reader', scopes: ['collection:read', 'query:read'], collection: 'handbook' });
       const before = Date.now();
       const response = await whoami(key.key);
@@ -117,6 +118,7 @@ for (const backend of testBackends()) {
     });
 
     t.test('update and validation', async (t) => {
+      await createTestCollection(app, admin, { name: 'manuals' });
       const key = await createApiKey(app, cookie, { name: 'editable' });
       const patched = await app.inject({ method: 'PATCH', url: `/v1/admin/api-keys/${key.id}`, headers: { cookie }, payload: { name: 'renamed', scopes: ['document:read'], collection: 'manuals', expires_at: '2099-01-01T00:00:00Z' } });
       t.equal(patched.statusCode, 200);

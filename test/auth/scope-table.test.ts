@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { bearer, buildTestApp, createApiKey, sessionCookieOf, setupAdmin, testBackends } from '../support/test-app.js';
+import { bearer, buildTestApp, createApiKey, createTestCollection, sessionCookieOf, setupAdmin, testBackends } from '../support/test-app.js';
 import { OPEN_ROUTES, ROUTE_TABLE, type RouteRow } from '../support/route-table.js';
 
 const SECOND_ADMIN = { email: 'second@example.com', password: 'second admin password' };
@@ -18,6 +18,7 @@ for (const backend of testBackends()) {
     const created = await app.inject({ method: 'POST', url: '/v1/admin/users', headers: { cookie }, payload: SECOND_ADMIN });
     t.equal(created.statusCode, 201);
     const fullKey = await createApiKey(app, cookie, { name: 'full' });
+    await createTestCollection(app, { cookie }, { name: 'docs' });
     const pinnedKey = await createApiKey(app, cookie, { name: 'pinned', collection: 'docs' });
     // A valid scope that grants nothing on any route of the table below.
     const uselessKey = await createApiKey(app, cookie, { name: 'useless', scopes: ['nothing:none'] });

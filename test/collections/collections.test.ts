@@ -460,13 +460,14 @@ for (const backend of testBackends()) {
       t.equal((await create({ name: 'pin-b' })).statusCode, 201);
       t.equal((await upload('pin-b', 'bread.txt', TEXT_B)).statusCode, 202);
       await waitForIngestion(app, 'pin-b', admin);
+      // A key is pinned to a collection that exists (404 otherwise).
+      t.equal((await create({ name: 'pin-a' })).statusCode, 201);
       const pinned = bearer((await createApiKey(app, cookie, { name: 'pinned', collection: 'pin-a' })).key);
       const refusal = 'API key is pinned to collection pin-a';
 
       assertError(t, await create({ name: 'pin-other' }, pinned), 403, refusal, 'create another collection');
       t.equal((await get('pin-other')).statusCode, 404, 'not created');
-      const own = await create({ name: 'pin-a' }, pinned);
-      t.equal(own.statusCode, 201, own.body);
+      assertError(t, await create({ name: 'pin-a' }, pinned), 409, 'Collection pin-a already exists', 'its own collection exists already');
       t.equal((await upload('pin-a', 'lighthouse.txt', TEXT_A, pinned)).statusCode, 202, 'upload into A');
       await waitForIngestion(app, 'pin-a', pinned);
       const listed = (await list('', pinned)).json();

@@ -11,6 +11,7 @@ import { Migration0009AbandonedJobs } from './0009-abandoned-jobs.js';
 import { Migration0010IdempotencyRightsAndSecrets } from './0010-idempotency-rights-and-secrets.js';
 import { Migration0011ChunkUuids } from './0011-chunk-uuids.js';
 import { Migration0012DocumentSourceMetadata } from './0012-document-source-metadata.js';
+import { Migration0013ApiKeyPinIds } from './0013-api-key-pin-ids.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -29,4 +30,5 @@ export const migrations: MigrationObject[] = [
   { name: '0010-idempotency-rights-and-secrets', class: Migration0010IdempotencyRightsAndSecrets },
   { name: '0011-chunk-uuids', class: Migration0011ChunkUuids },
   { name: '0012-document-source-metadata', class: Migration0012DocumentSourceMetadata },
+  { name: '0013-api-key-pin-ids', class: Migration0013ApiKeyPinIds },
 ];
