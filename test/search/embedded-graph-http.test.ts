@@ -9,25 +9,12 @@ import { localEmbeddingPlugin } from '../../plugins/embedding/local/index.js';
 import type { EmbeddedVectorStore } from '../../plugins/vector-store/embedded/index.js';
 import { defaultSearchThresholds } from '../../plugins/vector-store/embedded/filtered-search.js';
 import { graphThreadOf, killGraphThread, recordGraphRequests } from '../support/graph-thread-control.js';
+import { cargoText as textOf, cosineSimilarity as cosine } from '../support/cargo-vectors.js';
 import { adminTestApp, createTestCollection } from '../support/test-app.js';
 
 const DIMENSION = 8;
 const COUNT = defaultSearchThresholds.exactSearchBelow + 1_000;
 const QUERIES = ['harbour crane 7', 'berth 12 manifest', 'cargo 4400 crane 3', 'tide at berth 60'];
-
-const textOf = (n: number) => `cargo ${n} manifest berth ${n % 97} crane ${n % 13}`;
-
-function cosine(a: number[], b: number[]): number {
-  let dot = 0;
-  let normA = 0;
-  let normB = 0;
-  for (let index = 0; index < a.length; index++) {
-    dot += a[index]! * b[index]!;
-    normA += a[index]! ** 2;
-    normB += b[index]! ** 2;
-  }
-  return dot / Math.sqrt(normA * normB);
-}
 
 t.test('semantic queries above the exact-search threshold, with the graph thread alive and after it died', async (t) => {
   const { app, services, admin } = await adminTestApp(t, 'pglite');

@@ -6,8 +6,8 @@ import t from 'tap';
 import { CollectionVectors, defaultAnnSettings, type StoredVector } from '../../plugins/vector-store/embedded/collection-vectors.js';
 import { defaultSearchThresholds, searchCollectionVectors } from '../../plugins/vector-store/embedded/filtered-search.js';
 import { GraphSnapshots } from '../../plugins/vector-store/embedded/graph-snapshots.js';
-import { GraphThread } from '../../plugins/vector-store/embedded/graph-thread.js';
-import { killGraphThread, recordGraphRequests } from '../support/graph-thread-control.js';
+import { GraphThread, maxRowsInFlight } from '../../plugins/vector-store/embedded/graph-thread.js';
+import { killGraphThread, recordGraphRequests, recordInsertRowsInFlight } from '../support/graph-thread-control.js';
 
 const dimension = 8;
 /** Above exactSearchBelow, so unrestricted searches go to the graph. */
@@ -199,4 +199,34 @@ t.test('a graph search that fails answers exactly, and the graph is not asked ag
   t.notOk(vectors.graphUsable, 'the failed search is remembered');
   t.same(await searchCollectionVectors(vectors, query, defaultSearchThresholds), hits);
   t.same(requests.filter((op) => op === 'search'), ['search'], 'the graph was asked once, not again');
+});
+
+const unit = (vector: Float32Array) => vector.map((value, _, row) => value / Math.hypot(...row));
+
+t.test('inserts wait, as keys, while the graph thread is the bound of rows behind; writes and searches do not', async (t) => {
+  const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
+  const rowsInFlight = recordInsertRowsInFlight(graphs);
+  const collections = [new CollectionVectors(dimension, graphs), new CollectionVectors(dimension, graphs)];
+  const count = maxRowsInFlight * 2;
+  for (let start = 0; start < count; start += 1000) for (const vectors of collections) vectors.upsert(rows(start, Math.min(1000, count - start)));
+  t.ok(rowsInFlight.now <= maxRowsInFlight, `${rowsInFlight.now} rows sent of ${count * 2} written`);
+  // Changed while their inserts wait: each must reach the graph as it is now, or not at all.
+  const [changed] = collections;
+  changed!.upsert([{ key: count - 2, embedding: rowVector(count + 1), metadata: {}, tenant: null }]);
+  changed!.remove([count - 1, count - 3]);
+  const unitLast = unit(rowVector(count + 1));
+  const hits = await searchCollectionVectors(changed!, { ...query, unitQuery: unitLast }, defaultSearchThresholds);
+  t.equal(hits[0]!.key, count - 2, 'a row whose insert waits is found with its new vector');
+
+  await Promise.all(collections.map((vectors) => vectors.graphCurrent()));
+  t.ok(rowsInFlight.max <= maxRowsInFlight, `at most ${maxRowsInFlight} rows in flight (${rowsInFlight.max})`);
+  t.ok(collections.every((vectors) => vectors.graphUsable), 'every insert succeeded');
+  const requests = recordGraphRequests(graphs);
+  const fromGraph = async (row: number) => (await searchCollectionVectors(changed!, { ...query, unitQuery: unit(rowVector(row)) }, defaultSearchThresholds)).map((hit) => hit.key);
+  t.equal((await fromGraph(count + 1))[0], count - 2, 'the graph holds the replaced row\'s new vector');
+  t.notOk((await fromGraph(count - 1)).includes(count - 1), 'nor a row removed before its insert was sent');
+  t.notOk((await fromGraph(count - 3)).includes(count - 3));
+  t.equal((await fromGraph(count - 4))[0], count - 4, 'the rows around them are there');
+  t.same(requests, ['search', 'search', 'search', 'search'], 'answered by the graph');
 });

@@ -29,3 +29,45 @@ export function recordGraphRequests(graphs: GraphThread, options: { failSearches
   }) as GraphThread['send'];
   return ops;
 }
+
+/**
+ * Tracks the rows of graph inserts sent and not answered yet, as the writers see them; `max` is
+ * the most there ever were at once.
+ */
+export function recordInsertRowsInFlight(graphs: GraphThread): { max: number; now: number } {
+  const rowsInFlight = { max: 0, now: 0 };
+  const send = graphs.send.bind(graphs);
+  graphs.send = ((request: Parameters<GraphThread['send']>[0], transfer?: ArrayBuffer[]) => {
+    // Read before sending: the keys' buffer moves to the thread.
+    const rows = request.op === 'add' ? request.keys.length : 0;
+    const answered = send(request, transfer);
+    if (rows === 0) return answered;
+    rowsInFlight.now += rows;
+    rowsInFlight.max = Math.max(rowsInFlight.max, rowsInFlight.now);
+    const release = () => {
+      rowsInFlight.now -= rows;
+    };
+    answered.then(release, release);
+    return answered;
+  }) as GraphThread['send'];
+  return rowsInFlight;
+}
+
+/**
+ * The graph thread's answers to inserts are held back until `release()`, as from a thread far
+ * behind the writes (the inserts themselves are applied, in order).
+ */
+export function holdInsertAnswers(graphs: GraphThread): { release(): void } {
+  const requests = (graphs as unknown as { requests: { request(message: Record<string, unknown>, transfer?: unknown[]): Promise<unknown> } }).requests;
+  const request = requests.request.bind(requests);
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  requests.request = async (message, transfer) => {
+    const answer = await request(message, transfer);
+    if (message.op === 'add') await released;
+    return answer;
+  };
+  return { release };
+}

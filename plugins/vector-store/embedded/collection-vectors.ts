@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { VectorHit } from '../../../src/plugins.js';
-import type { GraphThread } from './graph-thread.js';
+import type { GraphThread, OutgoingRequest } from './graph-thread.js';
 import { copyNormalised, RowBlock } from './row-block.js';
 import { TopKHits } from './top-k-hits.js';
 
@@ -109,15 +109,11 @@ export class CollectionVectors {
     const lastOfKey = new Map<number, StoredVector>();
     for (const vector of vectors) lastOfKey.set(vector.key, vector);
     const replaced = [...lastOfKey.keys()].filter((key) => this.locationOfKey.has(key));
-    if (graph && replaced.length > 0) this.watch(this.graphs.send({ op: 'remove', graph: this.graph, keys: BigUint64Array.from(replaced, BigInt) }));
+    if (graph && replaced.length > 0) this.watch(this.removeFromGraph(replaced));
 
-    const annKeys = new BigUint64Array(lastOfKey.size);
-    const annRows = new Float32Array(lastOfKey.size * this.dimension);
-    let row = 0;
+    const unitRow = new Float32Array(this.dimension);
     for (const vector of lastOfKey.values()) {
-      const unitRow = annRows.subarray(row * this.dimension, (row + 1) * this.dimension);
       copyNormalised(vector.embedding, unitRow);
-      annKeys[row++] = BigInt(vector.key);
       const location = this.locationOfKey.get(vector.key);
       if (location && location.tenant === vector.tenant) {
         location.block.replace(location.slot, unitRow, vector.metadata);
@@ -128,36 +124,50 @@ export class CollectionVectors {
       const slot = block.append(vector.key, unitRow, vector.metadata);
       this.locationOfKey.set(vector.key, { block, slot, tenant: vector.tenant });
     }
-    if (graph) this.watch(this.addToGraph(annKeys, annRows));
+    if (graph) this.watch(this.addToGraph([...lastOfKey.keys()]));
   }
 
-  /** Hands the rows to the graph thread (the buffers move there); searches score them until it answers. */
-  private addToGraph(keys: BigUint64Array, unitRows: Float32Array): Promise<null> {
+  /**
+   * Inserts the keys' rows into the graph, after the graph writes before it (graph-thread.ts may
+   * hold it back); searches score the rows until the graph answers.
+   */
+  private addToGraph(keys: number[]): Promise<null> {
     const insert = ++this.graphInsertsSent;
-    const awaiting = Array.from(keys, Number);
-    for (const key of awaiting) this.keysAwaitingGraph.set(key, insert);
-    const sent = this.graphs.send<null>({ op: 'add', graph: this.graph, keys, rows: unitRows }, [keys.buffer as ArrayBuffer, unitRows.buffer as ArrayBuffer]);
+    for (const key of keys) this.keysAwaitingGraph.set(key, insert);
+    const sent = this.graphs.write<null>(keys.length, () => this.insertRequest(keys));
     // A failed insert releases its keys too: the graph is then not searched any more.
     const release = () => {
-      for (const key of awaiting) if (this.keysAwaitingGraph.get(key) === insert) this.keysAwaitingGraph.delete(key);
+      for (const key of keys) if (this.keysAwaitingGraph.get(key) === insert) this.keysAwaitingGraph.delete(key);
     };
     sent.then(release, release);
     return sent;
   }
 
+  /**
+   * The insert of the keys still held, with their rows as they are when it is sent: a row replaced
+   * meanwhile goes with its new vector (its removal and insert follow), a removed one not at all.
+   */
+  private insertRequest(keys: number[]): OutgoingRequest {
+    const held = keys.filter((key) => this.locationOfKey.has(key));
+    // Nothing left to insert: the no-op still answers in the insert's place.
+    if (held.length === 0) return { request: { op: 'sync', graph: this.graph } };
+    const annKeys = BigUint64Array.from(held, BigInt);
+    const rows = new Float32Array(held.length * this.dimension);
+    held.forEach((key, row) => {
+      const location = this.locationOfKey.get(key)!;
+      rows.set(location.block.rowAt(location.slot), row * this.dimension);
+    });
+    return { request: { op: 'add', graph: this.graph, keys: annKeys, rows }, transfer: [annKeys.buffer as ArrayBuffer, rows.buffer as ArrayBuffer] };
+  }
+
+  private removeFromGraph(keys: number[]): Promise<null> {
+    return this.graphs.write(0, () => ({ request: { op: 'remove', graph: this.graph, keys: BigUint64Array.from(keys, BigInt) } }));
+  }
+
   /** Adds every placed row to an empty graph, `rowsPerSlice` at a time, one slice in flight. */
   async addAllToGraph(rowsPerSlice: number): Promise<void> {
-    const locations = [...this.locationOfKey];
-    for (let start = 0; start < locations.length; start += rowsPerSlice) {
-      const slice = locations.slice(start, start + rowsPerSlice);
-      const keys = new BigUint64Array(slice.length);
-      const rows = new Float32Array(slice.length * this.dimension);
-      slice.forEach(([key, location], row) => {
-        keys[row] = BigInt(key);
-        rows.set(location.block.rowAt(location.slot), row * this.dimension);
-      });
-      await this.addToGraph(keys, rows);
-    }
+    const keys = [...this.locationOfKey.keys()];
+    for (let start = 0; start < keys.length; start += rowsPerSlice) await this.addToGraph(keys.slice(start, start + rowsPerSlice));
   }
 
   /** SHA-256 over every key and its unit row in key order: what a saved graph must have been built from. */
@@ -175,30 +185,30 @@ export class CollectionVectors {
   }
 
   async saveGraph(file: string): Promise<void> {
-    await this.graphs.send({ op: 'save', graph: this.graph, file });
+    await this.graphs.write(0, () => ({ request: { op: 'save', graph: this.graph, file } }));
   }
 
   /** Replaces the graph with a saved one; false (graph emptied) when it does not hold exactly the placed rows. */
   loadGraph(file: string): Promise<boolean> {
-    return this.graphs.send<boolean>({ op: 'load', graph: this.graph, file, expectedSize: this.size });
+    return this.graphs.write<boolean>(0, () => ({ request: { op: 'load', graph: this.graph, file, expectedSize: this.size } }));
   }
 
   /** Settles once the graph holds every write posted so far. */
   async graphCurrent(): Promise<void> {
-    await this.graphs.send({ op: 'sync', graph: this.graph });
+    await this.graphs.write(0, () => ({ request: { op: 'sync', graph: this.graph } }));
   }
 
   /** Frees the graph; the rows stay searchable exactly. */
   dispose(): void {
     this.graphFailure ??= new Error('the graph was released');
-    this.watch(this.graphs.send({ op: 'drop', graph: this.graph }));
+    this.watch(this.graphs.write(0, () => ({ request: { op: 'drop', graph: this.graph } })));
   }
 
   /** Removes the keys present; unknown keys are ignored. */
   remove(keys: number[]): void {
     const present = [...new Set(keys)].filter((key) => this.locationOfKey.has(key));
     if (present.length === 0) return;
-    this.watch(this.graphs.send({ op: 'remove', graph: this.graph, keys: BigUint64Array.from(present, BigInt) }));
+    this.watch(this.removeFromGraph(present));
     for (const key of present) this.removeRow(key, this.locationOfKey.get(key)!);
   }
 
