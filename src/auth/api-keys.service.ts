@@ -6,10 +6,10 @@ import { ApiKey, Collection, type ApiKeyRecord } from '../db/entities/index.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import type { Actor, ApiKeyActor } from './actor.js';
 import type { ApiKeyUsageTracker } from './api-key-usage-tracker.js';
+import { scopeRefusal } from './scopes.js';
 
 export const API_KEY_PREFIX = 'svc_sk_';
 export const API_KEY_DISPLAY_PREFIX_LENGTH = 12;
-const SCOPE_PATTERN = /^(\*|[a-z_]+):(\*|[a-z_]+)$/;
 const COLLECTION_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** PostgreSQL's name for the foreign key of api_keys.collection_id (migration 0013). */
 const PIN_FOREIGN_KEY = 'api_keys_collection_id_fkey';
@@ -47,7 +47,8 @@ export class ApiKeyService {
   private static validate(input: ApiKeyInput): void {
     if (input.name !== undefined && input.name.trim() === '') throw new BadRequestError('name must not be empty');
     for (const scope of input.scopes ?? []) {
-      if (!SCOPE_PATTERN.test(scope)) throw new BadRequestError(`Invalid scope "${scope}": expected resource:action`);
+      const refusal = scopeRefusal(scope);
+      if (refusal) throw new BadRequestError(refusal);
     }
     if (input.collection && !COLLECTION_NAME_PATTERN.test(input.collection)) {
       throw new BadRequestError('collection must be 1-64 characters of letters, digits, "_" or "-"');

@@ -131,6 +131,19 @@ for (const backend of testBackends()) {
         t.equal(response.statusCode, 400, JSON.stringify(payload));
         t.type(response.json().detail, 'string');
       }
+      // A scope that names no resource or action of the service grants nothing: a typo, refused.
+      const keysBefore = (await app.inject({ url: '/v1/admin/api-keys', headers: { cookie } })).json().total;
+      for (const scope of ['collection:fly', 'document:uplod', 'nothing:none', 'webhooks:*', '*:fly']) {
+        const response = await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'typo', scopes: ['query:read', scope] } });
+        assertError(t, response, 400, new RegExp(`^Unknown scope "${scope.replace('*', '\\*')}": it grants nothing; known scopes are collection:read, `), `scope ${scope}`);
+      }
+      t.equal((await app.inject({ url: '/v1/admin/api-keys', headers: { cookie } })).json().total, keysBefore, 'no key was created');
+      const typoed = await app.inject({ method: 'PATCH', url: `/v1/admin/api-keys/${key.id}`, headers: { cookie }, payload: { scopes: ['document:uplod'] } });
+      assertError(t, typoed, 400, /^Unknown scope "document:uplod"/, 'PATCH with an unknown scope');
+      t.same((await app.inject({ url: `/v1/admin/api-keys/${key.id}`, headers: { cookie } })).json().scopes, ['document:read'], 'its scopes are unchanged');
+      for (const scopes of [['*:read'], ['vector:*'], ['*:*'], ['chat:write', 'audit:read']]) {
+        t.equal((await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'wild', scopes } })).statusCode, 201, `scopes ${scopes.join(' ')}`);
+      }
       t.equal((await app.inject({ url: '/v1/admin/api-keys', headers: { cookie } })).json().total, (await app.inject({ url: '/v1/admin/api-keys?limit=500', headers: { cookie } })).json().data.length, 'no half-written keys');
       t.equal((await app.inject({ method: 'PATCH', url: '/v1/admin/api-keys/00000000-0000-4000-8000-000000000000', headers: { cookie }, payload: { name: 'x' } })).statusCode, 404);
     });
