@@ -14,6 +14,8 @@ const COLLECTION_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** PostgreSQL's name for the foreign key of api_keys.collection_id (migration 0013). */
 const PIN_FOREIGN_KEY = 'api_keys_collection_id_fkey';
 
+const missingPinTarget = (name: string | null) => new NotFoundError(`Collection ${name} not found: a key can only be pinned to an existing collection`);
+
 export interface ApiKeyInput {
   name?: string | undefined;
   scopes?: string[] | undefined;
@@ -67,7 +69,7 @@ export class ApiKeyService {
   private static async resolvePin(em: EntityManager, name: string | null): Promise<{ collection: string | null; collectionId: string | null }> {
     if (name === null) return { collection: null, collectionId: null };
     const collection = await em.findOne(Collection, { name }, { fields: ['id', 'name'] });
-    if (!collection) throw new NotFoundError(`Collection ${name} not found: a key can only be pinned to an existing collection`);
+    if (!collection) throw missingPinTarget(name);
     return { collection: collection.name, collectionId: collection.id };
   }
 
@@ -76,7 +78,7 @@ export class ApiKeyService {
     try {
       await em.flush();
     } catch (error) {
-      if ((error as { constraint?: string }).constraint === PIN_FOREIGN_KEY) throw new NotFoundError(`Collection ${collection} not found: a key can only be pinned to an existing collection`);
+      if ((error as { constraint?: string }).constraint === PIN_FOREIGN_KEY) throw missingPinTarget(collection);
       throw error;
     }
   }

@@ -1,10 +1,7 @@
 import { Ajv, type CodeKeywordDefinition, type KeywordCxt, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import { RE2JS } from 're2js';
 import { BadRequestError } from '../errors.js';
-
-// ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+import { addFormats } from '../http/validation.js';
 
 /**
  * A collection's `metadata_schema` runs on the main thread for every upload and every raw-vector

@@ -3,7 +3,7 @@ import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+export const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 function buildAjv(coerceTypes: boolean): Ajv {
   // strict: false because typebox schemas carry their own annotation keys.
