@@ -5,8 +5,11 @@ import { actorOwner, actorRights } from '../auth/actor.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { sha256Hex } from '../crypto/tokens.js';
 import { IdempotencyRecord } from '../db/entities/index.js';
+import type { IdempotencyRecordRow } from '../db/entities/idempotency-record.js';
 import { BadRequestError, ConflictError, UnprocessableError } from '../errors.js';
 import type { AppServices } from '../services.js';
+import { fingerprintMultipartBody } from '../uploads/multipart-files.js';
+import { MultipartFingerprint } from '../uploads/multipart-fingerprint.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -19,6 +22,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     idempotencyRecordId: string | null;
+    /** Set for a multipart request that carries an Idempotency-Key; the multipart reader feeds it every part. */
+    multipartFingerprint: MultipartFingerprint | null;
   }
 }
 
@@ -27,15 +32,34 @@ const RETENTION_MS = 24 * 3_600_000;
 /** A first request that never finished (its process died) stops blocking retries after this. */
 const ABANDONED_AFTER_MS = 10 * 60_000;
 
-function requestFingerprint(request: FastifyRequest, secrets: SecretBox): string {
+function requestFingerprint(request: FastifyRequest, secrets: SecretBox, body: string): string {
   const path = request.url.split('?')[0] ?? request.url;
-  // Multipart bodies are streamed to the handler, so they are fingerprinted by type and length. Not
-  // by boundary: clients draw one per request, so a retry of the same upload has another (of the
-  // same length), and was refused as a different request (422).
-  const contentType = request.headers['content-type'] ?? '';
-  const body = contentType.startsWith('multipart/') ? `${contentType.split(';')[0]}:${request.headers['content-length']}` : JSON.stringify(request.body ?? null);
   // Keyed: bodies hold passwords and provider keys, which a plain SHA-256 in the table would expose to guessing.
   return secrets.digest(`${request.method}\n${path}\n${body}`);
+}
+
+/**
+ * The body as fingerprinted before the handler runs. A multipart body is streamed to the handler,
+ * so it is first known by type and length only (what a repeat in flight is compared by); once read,
+ * its record holds the fingerprint of its parts (`MultipartFingerprint`).
+ */
+function bodyBeforeHandler(request: FastifyRequest): string {
+  const contentType = request.headers['content-type'] ?? '';
+  return request.isMultipart() ? `${contentType.split(';')[0]}:${request.headers['content-length']}` : JSON.stringify(request.body ?? null);
+}
+
+function multipartPartsBody(parts: string): string {
+  return `multipart parts:${parts}`;
+}
+
+/** The body of a multipart request by its parts; null when it cannot be read (it then matches no record). */
+async function multipartBody(request: FastifyRequest): Promise<string | null> {
+  try {
+    const parts = await fingerprintMultipartBody(request);
+    return parts === null ? null : multipartPartsBody(parts);
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -89,6 +113,17 @@ function keptResponse(statusCode: number, payload: unknown, secretFields: readon
 export const idempotency = fp(async (app: FastifyInstance, options: { services: AppServices }) => {
   const { db, secrets } = options.services;
   app.decorateRequest('idempotencyRecordId', null);
+  app.decorateRequest('multipartFingerprint', null);
+
+  /**
+   * Whether the request repeats the one of the record. A finished multipart request is compared by
+   * its parts, read here (the request is not run, whatever the answer); one in flight by its length.
+   */
+  async function repeatsRecord(request: FastifyRequest, existing: Pick<IdempotencyRecordRow, 'requestHash' | 'responseStatus'>, fingerprint: string): Promise<boolean> {
+    if (existing.responseStatus == null || !request.isMultipart()) return existing.requestHash === fingerprint;
+    const body = await multipartBody(request);
+    return body !== null && existing.requestHash === requestFingerprint(request, secrets, body);
+  }
 
   // preValidation: the body is parsed but not yet validated, so validation errors are replayed too.
   app.addHook('preValidation', async (request, reply) => {
@@ -96,7 +131,7 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
     if (typeof key !== 'string' || !MUTATING.has(request.method) || !request.actor) return;
     if (key.length === 0 || key.length > 255) throw new BadRequestError('Idempotency-Key must be 1-255 characters');
     const owner = actorOwner(request.actor);
-    const fingerprint = requestFingerprint(request, secrets);
+    const fingerprint = requestFingerprint(request, secrets, bodyBeforeHandler(request));
     const rightsHash = sha256Hex(actorRights(request.actor));
     const em = db.fork();
     const existing = await em.findOne(IdempotencyRecord, { owner, key });
@@ -106,7 +141,7 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
       if (age > RETENTION_MS || abandoned) {
         await em.nativeDelete(IdempotencyRecord, { id: existing.id });
       } else {
-        if (existing.requestHash !== fingerprint) throw new UnprocessableError('Idempotency-Key was already used with a different request');
+        if (!await repeatsRecord(request, existing, fingerprint)) throw new UnprocessableError('Idempotency-Key was already used with a different request');
         // Records from before rights were recorded (null) are replayed as they were.
         if (existing.rightsHash !== null && existing.rightsHash !== rightsHash) {
           throw new ConflictError('Idempotency-Key was first used while this caller had other rights (scopes, collection pin or role); '
@@ -129,6 +164,7 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
       throw new ConflictError('A request with this Idempotency-Key is still being processed');
     }
     request.idempotencyRecordId = id;
+    if (request.isMultipart()) request.multipartFingerprint = new MultipartFingerprint();
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
@@ -137,12 +173,15 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
     request.idempotencyRecordId = null;
     const em = db.fork();
     const kept = keptResponse(reply.statusCode, payload, request.routeOptions.config.secretResponseFields ?? []);
-    if (!kept) {
+    // A multipart body answered before it was read whole (a refused file) is not kept: its retry runs again.
+    const parts = request.multipartFingerprint ? await request.multipartFingerprint.digest() : undefined;
+    if (!kept || parts === null) {
       await em.nativeDelete(IdempotencyRecord, { id });
       return payload;
     }
     const contentType = reply.getHeader('content-type');
     await em.nativeUpdate(IdempotencyRecord, { id }, {
+      ...(parts === undefined ? {} : { requestHash: requestFingerprint(request, secrets, multipartPartsBody(parts)) }),
       responseStatus: reply.statusCode,
       responseBody: kept.body,
       responseContentType: typeof contentType === 'string' ? contentType : null,

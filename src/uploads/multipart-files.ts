@@ -1,10 +1,12 @@
-import type { MultipartFile } from '@fastify/multipart';
+import type { MultipartFile, MultipartValue } from '@fastify/multipart';
+import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import { discardUpload, storeUpload, type StoredUpload } from '../documents/documents.service.js';
 import { AppError, BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
 import { inspectUpload } from '../ingestion/parser-selection.js';
 import type { Parser } from '../plugins.js';
 import type { FileStore } from '../storage/file-store.js';
+import { MultipartFingerprint } from './multipart-fingerprint.js';
 
 /** The largest multipart field (`metadata`, `on_duplicate`) a request may send: 1 MiB. */
 export const MULTIPART_FIELD_MAX_BYTES = 1024 * 1024;
@@ -89,11 +91,11 @@ export function displayFilename(raw: string | undefined): string {
  * it is refused: judged by its first bytes and name before anything is stored (unsupported type
  * 415, empty 400), then over the size limit (413).
  */
-async function receiveFile(part: MultipartFile, options: ReceiveOptions): Promise<FileOutcome> {
+async function receiveFile(part: MultipartFile, stream: Readable, options: ReceiveOptions): Promise<FileOutcome> {
   const filename = displayFilename(part.filename);
   let inspected;
   try {
-    inspected = await inspectUpload(options.parsers, { filename, contentType: part.mimetype, stream: part.file });
+    inspected = await inspectUpload(options.parsers, { filename, contentType: part.mimetype, stream });
   } catch (error) {
     if (error instanceof AppError) return { filename, refusal: error };
     throw error;
@@ -122,55 +124,84 @@ const INLINE_BYTES_PER_REQUEST = 8 * 1024 * 1024;
  */
 const FIELDS_SENT_AS_FILES = new Set(['metadata']);
 
-async function readFileAsField(part: MultipartFile): Promise<string> {
+async function readFileAsField(fieldname: string, stream: Readable): Promise<string> {
   const pieces: Buffer[] = [];
   let bytes = 0;
-  for await (const piece of part.file as AsyncIterable<Buffer>) {
+  for await (const piece of stream as AsyncIterable<Buffer>) {
     bytes += piece.length;
-    if (bytes > MULTIPART_FIELD_MAX_BYTES) throw new PayloadTooLargeError(`Field "${part.fieldname}" is larger than ${MULTIPART_FIELD_MAX_BYTES} bytes`);
+    if (bytes > MULTIPART_FIELD_MAX_BYTES) throw new PayloadTooLargeError(`Field "${fieldname}" is larger than ${MULTIPART_FIELD_MAX_BYTES} bytes`);
     pieces.push(piece);
   }
   return Buffer.concat(pieces).toString('utf8');
+}
+
+/** A field's value as a string: a part sent as `Content-Type: application/json` arrives parsed (String() of it was "[object Object]"). */
+function fieldValue(part: MultipartValue): string {
+  return typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
+}
+
+/** The file part's stream to read, through the request's fingerprint when it keeps one. */
+function fileStream(part: MultipartFile, fingerprint: MultipartFingerprint | null): Readable {
+  return fingerprint ? fingerprint.addFile(part.fieldname, part.filename, part.mimetype, part.file) : part.file;
 }
 
 /**
  * Reads a multipart body part by part: each `file` part streams to storage as it arrives (never
  * held whole in memory; small files are kept for the database, within INLINE_BYTES_PER_REQUEST),
  * other fields are collected as strings. On any failure, files this request stored are removed.
+ * The request's `multipartFingerprint`, when the Idempotency-Key layer set one, sees every part.
  */
 export async function receiveMultipartFiles(request: FastifyRequest, options: ReceiveOptions): Promise<ReceivedMultipart> {
   if (!request.isMultipart()) throw new UnsupportedMediaTypeError(`Upload as multipart/form-data: ${options.partRule}`);
   const outcomes: FileOutcome[] = [];
   const fields: Record<string, string> = {};
   let inlineBytesLeft = INLINE_BYTES_PER_REQUEST;
+  const fingerprint = request.multipartFingerprint;
   try {
     for await (const part of request.parts()) {
       if (part.type === 'field') {
         // busboy cuts a longer field and says so: parsing the rest would report bad JSON, not the size.
         if (part.valueTruncated) throw new PayloadTooLargeError(`Field "${part.fieldname}" is larger than ${MULTIPART_FIELD_MAX_BYTES} bytes`);
-        // A part sent as `Content-Type: application/json` arrives parsed (String() of it was "[object Object]").
-        fields[part.fieldname] = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
+        fields[part.fieldname] = fieldValue(part);
+        fingerprint?.addField(part.fieldname, fields[part.fieldname]!);
         continue;
       }
       const filePart = part as MultipartFile;
       if (FIELDS_SENT_AS_FILES.has(filePart.fieldname)) {
-        fields[filePart.fieldname] = await readFileAsField(filePart);
+        fields[filePart.fieldname] = await readFileAsField(filePart.fieldname, fileStream(filePart, fingerprint));
         continue;
       }
       if (filePart.fieldname !== 'file' || outcomes.length === (options.maxFiles ?? Infinity)) {
         filePart.file.resume();
         throw new BadRequestError(options.partRule);
       }
-      const outcome = await receiveFile(filePart, { ...options, inlineMaxBytes: Math.min(options.inlineMaxBytes, inlineBytesLeft) });
+      const stream = fileStream(filePart, fingerprint);
+      const outcome = await receiveFile(filePart, stream, { ...options, inlineMaxBytes: Math.min(options.inlineMaxBytes, inlineBytesLeft) });
       if (!isRefused(outcome)) inlineBytesLeft -= outcome.upload.content?.length ?? 0;
       outcomes.push(outcome);
       if (isRefused(outcome) && options.refusals === 'throw') throw outcome.refusal;
     }
+    fingerprint?.markComplete();
   } catch (error) {
     await removeReceived(options.files, outcomes);
     throw multipartFailure(error) ?? error;
   }
   return { outcomes, fields };
+}
+
+/**
+ * The fingerprint of a multipart body, read to its end and dropped, as `receiveMultipartFiles`
+ * takes it: what an Idempotency-Key replay compares with the first request's. A body cut by a limit
+ * is read as far as busboy goes, so it differs from any body that was read whole.
+ */
+export async function fingerprintMultipartBody(request: FastifyRequest): Promise<string | null> {
+  const fingerprint = new MultipartFingerprint();
+  for await (const part of request.parts()) {
+    if (part.type === 'field') fingerprint.addField(part.fieldname, fieldValue(part));
+    else fileStream(part as MultipartFile, fingerprint).resume();
+  }
+  fingerprint.markComplete();
+  return fingerprint.digest();
 }
 
 /**

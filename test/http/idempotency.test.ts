@@ -179,6 +179,58 @@ for (const backend of testBackends()) {
       t.equal((await app.inject({ url: '/v1/collections/retried/documents', headers: { cookie } })).json().total, 1, 'one document');
       const other = await upload('upload-1', 'Another file, longer than the first.');
       t.equal(other.statusCode, 422, 'a body of another length with the same key is still another request');
+      const sameLength = await upload('upload-1', 'A file sent twice!');
+      t.equal(sameLength.statusCode, 422, 'another file of the same length with the same key is another request');
+      t.match(sameLength.json().detail, /different request/);
+      t.equal((await app.inject({ url: '/v1/collections/retried/documents', headers: { cookie } })).json().total, 1, 'still one document');
+    });
+
+    await t.test('an upload is compared with the first by its fields too, and a batch by every file', async (t) => {
+      await createTestCollection(app, { cookie }, { name: 'retried-parts' });
+      const post = (url: string, key: string, files: Array<{ filename: string; content: string; contentType?: string }>, fields: Record<string, string> = {}) => {
+        const body = multipartUpload(files.map((file) => ({ contentType: 'text/plain', ...file })), fields);
+        return app.inject({ method: 'POST', url, headers: { cookie, 'idempotency-key': key, ...body.headers }, payload: body.payload });
+      };
+      const documents = '/v1/collections/retried-parts/documents';
+      const first = await post(documents, 'with-metadata', [{ filename: 'a.txt', content: 'Alpha text.' }], { metadata: '{"team":"red"}' });
+      t.equal(first.statusCode, 202);
+      const replay = await post(documents, 'with-metadata', [{ filename: 'a.txt', content: 'Alpha text.' }], { metadata: '{"team":"red"}' });
+      t.equal(replay.headers['idempotent-replayed'], 'true');
+      const otherMetadata = await post(documents, 'with-metadata', [{ filename: 'a.txt', content: 'Alpha text.' }], { metadata: '{"team":"tan"}' });
+      t.equal(otherMetadata.statusCode, 422, 'other metadata of the same length');
+      const otherName = await post(documents, 'with-metadata', [{ filename: 'b.txt', content: 'Alpha text.' }], { metadata: '{"team":"red"}' });
+      t.equal(otherName.statusCode, 422, 'another filename of the same length');
+
+      const batch = '/v1/collections/retried-parts/documents/batch';
+      // The refused file is read to its end as well (the batch goes on past it), so it is compared too.
+      const files = [{ filename: 'one.txt', content: 'First of two.' }, { filename: 'two.txt', content: 'Second of two.' }, { filename: 'tool.exe', content: 'MZ\u0000\u0001 refused', contentType: 'application/octet-stream' }];
+      const batchFirst = await post(batch, 'batch-1', files);
+      t.equal(batchFirst.statusCode, 202, batchFirst.body);
+      t.equal(batchFirst.json().documents[2].status, 'rejected');
+      const batchReplay = await post(batch, 'batch-1', files);
+      t.equal(batchReplay.headers['idempotent-replayed'], 'true');
+      t.strictSame(batchReplay.json(), batchFirst.json());
+      const batchOther = await post(batch, 'batch-1', [files[0]!, { filename: 'two.txt', content: 'Second of TWO.' }]);
+      t.equal(batchOther.statusCode, 422, 'the second file differs at the same length');
+      const otherRefused = await post(batch, 'batch-1', [files[0]!, files[1]!, { filename: 'tool.exe', content: 'MZ\u0000\u0001 REFUSED', contentType: 'application/octet-stream' }]);
+      t.equal(otherRefused.statusCode, 422, 'the refused file differs at the same length');
+      t.equal((await app.inject({ url: documents, headers: { cookie } })).json().total, 3, 'one document from the upload and two from the batch');
+    });
+
+    await t.test('an upload refused before its body was read is not kept: its key can carry the corrected upload', async (t) => {
+      await createTestCollection(app, { cookie }, { name: 'retried-refused' });
+      const upload = (filename: string, content: string) => {
+        const body = multipartUpload([{ filename, content, contentType: 'application/octet-stream' }]);
+        return app.inject({ method: 'POST', url: '/v1/collections/retried-refused/documents', headers: { cookie, 'idempotency-key': 'refused-1', ...body.headers }, payload: body.payload });
+      };
+      const refused = await upload('tool.exe', 'MZ\u0000\u0001 not a document at all');
+      t.equal(refused.statusCode, 415, refused.body);
+      const again = await upload('tool.exe', 'MZ\u0000\u0001 not a document at all');
+      t.equal(again.statusCode, 415);
+      t.equal(again.headers['idempotent-replayed'], undefined, 'run again, not replayed');
+      const corrected = await upload('notes.txt', 'Plain notes that can be read.');
+      t.equal(corrected.statusCode, 202, corrected.body);
+      t.equal((await app.inject({ url: '/v1/collections/retried-refused/documents', headers: { cookie } })).json().total, 1);
     });
 
     await t.test('keys are scoped per caller', async (t) => {
