@@ -24,6 +24,7 @@ import { answerClientError, answerFrameworkError, MAX_PATH_SEGMENT_LENGTH } from
 import { connectionDrain } from './http/connection-drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
+import { acceptJsonBodies } from './http/json-body.js';
 import { openapi } from './http/openapi.js';
 import { unstorableValues } from './http/unstorable-values.js';
 import { createValidatorCompiler } from './http/validation.js';
@@ -55,16 +56,7 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
   app.setValidatorCompiler(createValidatorCompiler());
   // Bodies are JSON (or multipart uploads); anything else is a 415 rather than a string body.
   app.removeContentTypeParser('text/plain');
-  // Many HTTP clients send `Content-Type: application/json` on every request, a DELETE or a bodyless
-  // POST (truncate, logout, opening an upload session) included, and Fastify refused that empty body
-  // with a 400. An empty body is no body, as without the header: a route whose schema needs a body
-  // still answers 400 (error-handler.ts words it). Anything else goes to Fastify's own parser, with
-  // its prototype-poisoning protection (secure-json-parse) and the body limit (BODY_LIMIT_BYTES).
-  const parseJson = app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error');
-  app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body.length === 0) return done(null, undefined);
-    return parseJson(request, body, done);
-  });
+  acceptJsonBodies(app);
   await app.register(errorHandler);
   await app.register(connectionDrain);
   await app.register(unstorableValues);

@@ -76,8 +76,7 @@ for (const backend of testBackends()) {
       // Refused by secure-json-parse itself: a plain JSON.parse would leave it to the schema.
       for (const payload of ['{"name":"poisoned","__proto__":{"admin":true}}', '{"name":"poisoned","constructor":{"prototype":{"admin":true}}}']) {
         const response = await send(payload);
-        assertError(t, response, 400, undefined, `prototype poisoning ${payload}`);
-        t.equal(response.json().code, 'FST_ERR_CTP_INVALID_JSON_BODY', `prototype poisoning ${payload}: refused by the parser`);
+        assertError(t, response, 400, /holds a "__proto__" key, or "constructor" with "prototype" in it/, `prototype poisoning ${payload}: refused as such, not as broken JSON`);
       }
       assertError(t, await send(JSON.stringify({ name: 'large', description: 'x'.repeat(BODY_LIMIT) })), 413, undefined, 'over BODY_LIMIT_BYTES');
       // A body on a route that takes none is read (and ignored) as before.

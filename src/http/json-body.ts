@@ -1,0 +1,31 @@
+import type { FastifyInstance } from 'fastify';
+import { BadRequestError } from '../errors.js';
+
+function isValidJson(body: string): boolean {
+  try {
+    JSON.parse(body);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The JSON body parser. Many HTTP clients send `Content-Type: application/json` on every request,
+ * a DELETE or a bodyless POST (truncate, logout, opening an upload session) included, and Fastify
+ * refused that empty body with a 400. An empty body is no body, as without the header: a route
+ * whose schema needs a body still answers 400 (error-handler.ts words it). Anything else goes to
+ * Fastify's own parser, with its prototype-poisoning protection (secure-json-parse) and the body
+ * limit (BODY_LIMIT_BYTES).
+ */
+export function acceptJsonBodies(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error');
+  app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body.length === 0) return done(null, undefined);
+    return parseJson(request, body, (error, parsed) => {
+      // Fastify words a refused `__proto__` key as it words broken JSON, which this body is not.
+      const poisoned = error && isValidJson(body);
+      done(poisoned ? new BadRequestError('The body holds a "__proto__" key, or "constructor" with "prototype" in it: such keys are refused, as they could change the objects the service builds from the body') : error, parsed);
+    });
+  });
+}
