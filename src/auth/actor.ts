@@ -116,8 +116,3 @@ export function pinnedCollection(actor: Actor): { name: string; id: string } | n
   if (actor.collectionId === null) throw new PinnedCollectionDeletedError(actor.collection);
   return { name: actor.collection, id: actor.collectionId };
 }
-
-/** The name of the collection a caller is confined to (see pinnedCollection). */
-export function collectionPin(actor: Actor): string | null {
-  return pinnedCollection(actor)?.name ?? null;
-}

@@ -5,7 +5,7 @@ import { assertCollectionAccess, pinnedCollection, type Actor } from '../auth/ac
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { CollectionEmbedding } from '../embedding/collection-embedding.js';
 import { Collection, type CollectionRecord } from '../db/entities/index.js';
-import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
+import { BadRequestError, ConflictError, NotFoundError, PinnedCollectionDeletedError } from '../errors.js';
 import type { SettingsService } from '../settings/settings.service.js';
 import type { CollectionDirectory } from './collection-directory.js';
 import { compileMetadataSchema } from './metadata-schema.js';
@@ -79,6 +79,8 @@ export async function listCollections(em: EntityManager, actor: Actor, query: { 
   // A pinned key sees its collection only, by id (a later one under its name is another); the name filter still applies.
   if (pin) where.id = pin.id;
   const [data, total] = await em.findAndCount(Collection, where, { orderBy: { name: 'asc' }, limit: query.limit, offset: query.offset });
+  // The key's cached record may predate the delete of its collection: an empty list then is that delete.
+  if (pin && total === 0 && await em.count(Collection, { id: pin.id }) === 0) throw new PinnedCollectionDeletedError(pin.name);
   return { data, total };
 }
 

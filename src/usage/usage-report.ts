@@ -22,13 +22,13 @@ const averageLatency = (stats: QueryStats | undefined) => (stats && stats.querie
  * queries, their latency and embedding tokens (with their rate-card cost) are counted in it;
  * documents, chunks and storage are lifetime totals. `by_collection` lists every collection, idle
  * ones included (api-contract 5); the totals also count tokens of collections deleted since.
- * With `onlyCollection` (a pinned API key) the report covers that collection alone.
+ * With `onlyCollectionId` (a pinned API key) the report covers that collection alone.
  */
-export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, windowDays: number, onlyCollection?: string) {
+export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, windowDays: number, onlyCollectionId?: string) {
   const since = new Date(dayStart(new Date()).getTime() - (windowDays - 1) * DAY_MS);
   const sinceIso = since.toISOString();
   const collections = await sql<{ id: string; name: string; dimension: number }>(
-    `select id, name, dimension from collections ${onlyCollection ? 'where name = ?' : ''} order by name`, onlyCollection ? [onlyCollection] : [],
+    `select id, name, dimension from collections ${onlyCollectionId ? 'where id = ?' : ''} order by name`, onlyCollectionId ? [onlyCollectionId] : [],
   );
   const documents = await sql<{ collection_id: string; documents: Count; bytes: Count }>(
     'select collection_id, count(*) as documents, coalesce(sum(size_bytes), 0) as bytes from documents group by collection_id',
@@ -82,8 +82,8 @@ export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, 
     return { date: date.toISOString(), queries: stats?.queries ?? 0, avg_latency_ms: averageLatency(stats) };
   });
   const all = [...queriesBy.values()].reduce((sum, stats) => ({ queries: sum.queries + stats.queries, latencySum: sum.latencySum + stats.latencySum }), { queries: 0, latencySum: 0 });
-  const tokens = onlyCollection ? byCollection.reduce((sum, row) => sum + row.embedding_tokens, 0) : embedding.total.tokens;
-  const cost = onlyCollection ? byCollection.reduce((sum, row) => sum + row.embedding_cost_usd_estimate, 0) : embedding.total.cost_usd_estimate;
+  const tokens = onlyCollectionId ? byCollection.reduce((sum, row) => sum + row.embedding_tokens, 0) : embedding.total.tokens;
+  const cost = onlyCollectionId ? byCollection.reduce((sum, row) => sum + row.embedding_cost_usd_estimate, 0) : embedding.total.cost_usd_estimate;
   return {
     window_days: windowDays,
     queries_total: all.queries,

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { collectionPin } from '../auth/actor.js';
+import { pinnedCollection } from '../auth/actor.js';
+import { PinnedCollectionDeletedError } from '../errors.js';
 import { requireActor } from '../http/authenticate.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
@@ -21,7 +22,13 @@ export const usageRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   app.get('/v1/usage', {
     config: scope('audit:read'),
     schema: { tags, summary: 'Usage over the trailing window; a pinned key sees its collection only', querystring: WindowQuery },
-  }, async (request) => report(request.query.window_days, collectionPin(requireActor(request)) ?? undefined));
+  }, async (request) => {
+    const pin = pinnedCollection(requireActor(request));
+    const usage = await report(request.query.window_days, pin?.id);
+    // By id: a collection created again under the pin's name is another one (see assertCollectionAccess).
+    if (pin && usage.by_collection.length === 0) throw new PinnedCollectionDeletedError(pin.name);
+    return usage;
+  });
 
   app.get('/v1/status/usage', {
     config: scope('audit:read', { refusePinned: true }),
