@@ -8,7 +8,7 @@ import type { QueryCache } from './query-cache.js';
 import type { QueryEventRecorder } from './query-events.js';
 import type { CollectionQueryInput } from './query-request.js';
 import { reciprocalRankFusion } from './reciprocal-rank-fusion.js';
-import { firstStageCount, rerankResults } from './rerank-results.js';
+import { firstStageCount, rerankRequested, rerankResults } from './rerank-results.js';
 import type { SearchIndexes } from './search-indexes.js';
 
 /** RRF constant of api-contract 3. */
@@ -125,7 +125,8 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   }
 
   const timings: QueryTimings = { total_ms: 0 };
-  const candidates = firstStageCount(collection, input.rerank, topK);
+  const reranking = rerankRequested(collection, input.rerank);
+  const candidates = firstStageCount(reranking, topK);
   const depth = mode === 'hybrid' ? Math.max(candidates * 2, MIN_FUSION_DEPTH) : candidates;
   const runSemantic = async () => {
     const model = runtime.embeddingModelFor(collection);
@@ -170,7 +171,8 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
     timings.fusion_ms = round(performance.now() - fusionStart);
   }
 
-  const selected = ranked.filter((hit) => hit.score >= minScore).slice(0, candidates);
+  // `min_score` applies to the `score` returned: a reranked result's is the reranker's, known after it.
+  const selected = (reranking ? ranked : ranked.filter((hit) => hit.score >= minScore)).slice(0, candidates);
   const [chunks, fetchMs] = await timed(() => fetchChunksByKey(runtime.sql, selected.map((hit) => hit.key)));
   timings.fetch_ms = round(fetchMs);
   let results: QueryResult[] = [];
@@ -183,7 +185,7 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
       score: hit.score, scores: hit.scores, metadata: chunk.metadata, collection: collection.name,
     });
   }
-  results = await rerankResults(runtime, collection, input, results, topK, timings);
+  if (reranking) results = (await rerankResults(runtime, collection, input.query, results, topK, timings)).filter((result) => result.score >= minScore);
   if (input.multimodal) await attachMultimodalElements(runtime.sql, collection, results);
   timings.total_ms = round(performance.now() - started);
   const response: QueryResponse = { results, query: input.query, collection: collection.name, search_mode: mode, total: results.length, timings };

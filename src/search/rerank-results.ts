@@ -12,31 +12,30 @@ function candidateCount(topK: number): number {
 }
 
 /** `rerank` of the request (spec 2.6) wins over the collection's `reranking_enabled`. */
-function rerankRequested(collection: CollectionRecord, rerank: boolean | undefined): boolean {
+export function rerankRequested(collection: CollectionRecord, rerank: boolean | undefined): boolean {
   return rerank ?? collection.rerankingEnabled;
 }
 
 /** How many first-stage results the query keeps: `top_k`, or more when they are going to be reranked. */
-export function firstStageCount(collection: CollectionRecord, rerank: boolean | undefined, topK: number): number {
-  return rerankRequested(collection, rerank) ? candidateCount(topK) : topK;
+export function firstStageCount(reranking: boolean, topK: number): number {
+  return reranking ? candidateCount(topK) : topK;
 }
 
 /**
  * Reorders the first-stage results by the collection's reranker and keeps `top_k`. Each result's
- * `score` becomes the reranker's score, which is what the order now follows; `scores.rerank`
- * repeats it beside the first-stage scores. `min_score` has already applied to the first stage.
+ * `score` becomes the reranker's score, which is what the order now follows (and what `min_score`
+ * then applies to); `scores.rerank` repeats it beside the first-stage scores.
  */
 export async function rerankResults(
   runtime: { rerankerFor(collection: CollectionRecord): Reranker },
   collection: CollectionRecord,
-  request: { query: string; rerank?: boolean | undefined },
+  query: string,
   results: QueryResult[],
   topK: number,
   timings: QueryTimings,
 ): Promise<QueryResult[]> {
-  if (!rerankRequested(collection, request.rerank)) return results;
   const started = performance.now();
-  const scores = await runtime.rerankerFor(collection).rerank(request.query, results.map((result) => ({ id: result.id, text: result.text })));
+  const scores = await runtime.rerankerFor(collection).rerank(query, results.map((result) => ({ id: result.id, text: result.text })));
   timings.rerank_ms = Math.round((performance.now() - started) * 100) / 100;
   return results
     .map((result, index) => ({ result, index, score: scores[index]! }))

@@ -88,6 +88,22 @@ for (const backend of testBackends()) {
       t.same(ids(again), ids(reranked), 'deterministic');
     });
 
+    await t.test('min_score applies to the score returned, the reranker\'s', async (t) => {
+      const reranked = await api.query('plain', { query: QUERY, top_k: 5, rerank: true });
+      const scores = reranked.results.map((result: { score: number }) => result.score);
+      t.ok(scores[1] > scores[2], `the second and third reranked scores differ (${scores.join(', ')})`);
+      const floor = (scores[1] + scores[2]) / 2;
+      const floored = await api.query('plain', { query: QUERY, top_k: 5, rerank: true, min_score: floor });
+      t.same(ids(floored), ids(reranked).slice(0, 2), 'the two results scored above the floor, no more');
+      t.ok(floored.results.every((result: { score: number }) => result.score >= floor));
+      const firstStageScores = firstStage.results.map((result: { score: number }) => result.score);
+      t.ok(firstStageScores.filter((score: number) => score >= floor).length > 2, 'a floor on the first stage would have kept more');
+      const unreachable = await api.query('plain', { query: QUERY, top_k: 5, rerank: true, min_score: Math.max(...scores) + 1 });
+      t.same(unreachable.results, [], 'a floor above every reranked score keeps nothing');
+      const fused = await api.ok('POST', '/v1/query', { collections: ['plain'], query: QUERY, top_k: 5, rerank: true, min_score: floor });
+      t.same(ids(fused), ids(reranked).slice(0, 2), '/v1/query applies it to collection_score, the reranked score');
+    });
+
     await t.test('candidates beyond top_k are read: the best may come from further down', async (t) => {
       const position = ids(firstStage).indexOf('exact');
       t.ok(position >= 1, `first stage puts it at ${position + 1}`);
