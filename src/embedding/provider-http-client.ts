@@ -108,6 +108,7 @@ export class ProviderHttpClient {
         text = await response.text();
       } catch (error) {
         const failure = describeTransportError(error, this.policy.timeoutMs);
+        if (isPermanentTransportError(error)) throw this.fail(failure, false);
         if (!canRetry) throw this.fail(failure, true);
         await this.pause(backoffMs(attempt), { attempt, reason: failure });
         continue;
@@ -137,6 +138,20 @@ export class ProviderHttpClient {
 
 function bearer(apiKey: string): Record<string, string> {
   return { authorization: `Bearer ${apiKey}` };
+}
+
+/**
+ * Connection failures a retry cannot mend: a host name that does not exist (a transient DNS failure
+ * is EAI_AGAIN), a certificate refused. Retried, they held a query for 7.5 s before its 502.
+ */
+const PERMANENT_TRANSPORT_CODES = new Set([
+  'ENOTFOUND', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+function isPermanentTransportError(error: unknown): boolean {
+  const code = (error as { cause?: { code?: unknown } }).cause?.code;
+  return typeof code === 'string' && PERMANENT_TRANSPORT_CODES.has(code);
 }
 
 function describeTransportError(error: unknown, timeoutMs: number): string {

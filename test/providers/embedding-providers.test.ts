@@ -180,6 +180,22 @@ for (const backend of testBackends()) {
       t.notMatch(query.body, wrongKey);
     });
 
+    await t.test('a host name that does not exist: the document fails at once, not retried later', async (t) => {
+      // .invalid never resolves (RFC 2606): the answer is ENOTFOUND, which no retry mends.
+      await api.createCollection({ name: 'no-such-host', embedding_provider: 'openai_compatible', embedding_model: 'nomic-embed-text', dimension: 64, embedding_base_url: 'http://no-such-host.invalid/v1' });
+      const { id } = await api.upload('no-such-host', 'a.txt', 'Some text about harbours.');
+      let document: any;
+      for (let waited = 0; waited < 30_000; waited += 50) {
+        document = await api.ok('GET', `/v1/collections/no-such-host/documents/${id}`);
+        if (document.status === 'failed' || document.progress?.message?.includes('will retry')) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      t.equal(document.status, 'failed', `not set back to be retried: ${document.progress?.message}`);
+      t.match(document.error, /^embedding failed: openai_compatible could not be reached: ENOTFOUND/);
+      const query = await api.send('POST', '/v1/collections/no-such-host/query', { query: 'harbour', search_mode: 'semantic' });
+      assertError(t, query, 502, /^openai_compatible could not be reached: ENOTFOUND/, 'query');
+    });
+
     await t.test('an unknown model: the provider says so', async (t) => {
       await api.createCollection({ name: 'unknown-model', embedding_provider: 'openai', embedding_model: 'text-embedding-9', dimension: 64, embedding_api_key: KEY, embedding_base_url: fake.baseUrl('openai') });
       await api.upload('unknown-model', 'a.txt', 'Some text.');
