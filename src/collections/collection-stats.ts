@@ -26,6 +26,15 @@ export async function collectionStats(sql: SqlRunner, vectorStore: VectorStore, 
   };
 }
 
+/** A query's text with its runs of white space made one space and its ends trimmed. */
+const QUERY_TEXT = `btrim(regexp_replace(query, '\\s+', ' ', 'g'))`;
+/**
+ * Top and zero-result queries count "koala", "Koala" and " koala " as one query, as search reads
+ * them alike, and show the form asked most often.
+ */
+const QUERY_AS_COUNTED = `lower(${QUERY_TEXT})`;
+const QUERY_AS_SHOWN = `mode() within group (order by ${QUERY_TEXT})`;
+
 export async function collectionAnalytics(sql: SqlRunner, collection: CollectionRecord, windowDays: number) {
   const since = new Date(Date.now() - windowDays * 86_400_000).toISOString();
   const params = [collection.id, since];
@@ -39,12 +48,12 @@ export async function collectionAnalytics(sql: SqlRunner, collection: Collection
      from query_events where collection_id = ? and created_at >= ?::timestamptz group by 1 order by 1`, params,
   );
   const top = await sql<{ query: string; count: string | number; avg_results: number }>(
-    `select query, count(*) as count, avg(result_count) as avg_results from query_events
-     where collection_id = ? and created_at >= ?::timestamptz group by query order by count(*) desc, query limit 20`, params,
+    `select ${QUERY_AS_SHOWN} as query, count(*) as count, avg(result_count) as avg_results from query_events
+     where collection_id = ? and created_at >= ?::timestamptz group by ${QUERY_AS_COUNTED} order by count(*) desc, 1 limit 20`, params,
   );
   const zero = await sql<{ query: string; count: string | number }>(
-    `select query, count(*) as count from query_events
-     where collection_id = ? and created_at >= ?::timestamptz and result_count = 0 group by query order by count(*) desc, query limit 20`, params,
+    `select ${QUERY_AS_SHOWN} as query, count(*) as count from query_events
+     where collection_id = ? and created_at >= ?::timestamptz and result_count = 0 group by ${QUERY_AS_COUNTED} order by count(*) desc, 1 limit 20`, params,
   );
   const total = Number(summary?.total ?? 0);
   const round = (value: number | null | undefined) => Math.round((value ?? 0) * 100) / 100;
