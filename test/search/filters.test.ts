@@ -16,7 +16,7 @@ const rows: Record<string, Record<string, unknown>> = {
   memo: { type: 'memo', year: 2019, published: false, code: 1, date: '2023-12-31', author: { name: 'Grace' }, tags: [] },
   note: { type: 'note', year: '2021', tags: 'ml', nested: { list: [{ id: 7 }, { id: 8 }] }, emoji: '\u{1F600}', bmp: '\uFFFF' },
   empty: {},
-  odd: { constructor: 'x', values: [1, '1', null, [2], { a: 1 }], count: 0, negative: -3, big: 1e21, 'a.b': 1 },
+  odd: { constructor: 'x', values: [1, '1', null, [2], { a: 1 }], count: 0, negative: -3, big: 1e21, 'a.b': 1, $and: 2, 'back\\slash': 3 },
 };
 
 /** [filter JSON, row, expected]: each filter also runs over every row in both evaluators. */
@@ -81,7 +81,10 @@ const cases: Array<[Record<string, unknown>, string, boolean]> = [
   [{ negative: { $lt: -2.5 } }, 'odd', true],
   [{ big: { $gt: 1e20 } }, 'odd', true],
   [{ big: 1e21 }, 'odd', true],
-  [{ 'a.b': 1 }, 'odd', false], // dots always split
+  [{ 'a.b': 1 }, 'odd', false], // dots split
+  [{ 'a\\.b': 1 }, 'odd', true], // ... unless escaped
+  [{ '\\$and': 2 }, 'odd', true], // an escaped $ starts a key, not a combinator
+  [{ 'back\\slash': 3 }, 'odd', true], // a backslash before another character is itself
   [{ $and: [{ type: 'report' }, { year: 2021 }] }, 'report', true],
   [{ $or: [{ type: 'memo' }, { year: { $gt: 2020 } }] }, 'note', false],
   [{ $or: [{ type: 'memo' }, { year: { $gt: 2020 } }] }, 'report', true],

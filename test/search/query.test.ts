@@ -364,8 +364,8 @@ for (const backend of testBackends()) {
         ['a', { kind: 'memo', year: 2019, score: 1.5, tags: ['x', 'y'], author: { name: 'Ada', team: 'core' } }],
         ['b', { kind: 'report', year: 2020, score: 3, tags: ['y'], author: { name: 'Grace', team: 'ml' } }],
         ['c', { kind: 'report', year: 2021, archived: null, author: { name: 'Ada', team: 'ml' } }],
-        ['d', { kind: 'note', year: 2022, score: 10, tags: [] }],
-        ['e', { kind: 'memo', year: '2021', author: { name: 'Edsger' } }],
+        ['d', { kind: 'note', year: 2022, score: 10, tags: [], 'file.name': 'd.txt', $and: 'literal' }],
+        ['e', { kind: 'memo', year: '2021', author: { name: 'Edsger' }, file: { name: 'e.txt' } }],
       ];
       await upsert('filtered', widgets.map(([id, metadata], index) => ({
         id, metadata, text: `widget ${['alpha', 'bravo', 'charlie', 'delta', 'echo'][index]} report`,
@@ -390,6 +390,9 @@ for (const backend of testBackends()) {
         ['array element equality', { tags: 'y' }, ['a', 'b']],
         ['two fields ANDed', { kind: 'memo', 'author.name': 'Ada' }, ['a']],
         ['string year is not a number', { year: { $eq: '2021' } }, ['e']],
+        ['a key with a dot, escaped', { 'file\\.name': 'd.txt' }, ['d']],
+        ['the dotted path beside it', { 'file.name': { $exists: true } }, ['e']],
+        ['a key starting with $, escaped', { '\\$and': 'literal' }, ['d']],
       ];
       for (const mode of ['semantic', 'keyword', 'hybrid']) {
         const unfiltered = await query('filtered', { query: 'widget', search_mode: mode, top_k: 50, min_score: -1 });
