@@ -573,6 +573,10 @@ for (const backend of testBackends()) {
       const empty = await paused.app.inject({ method: 'POST', url: '/v1/collections/failing/documents', headers: { ...headers, ...emptyBody.headers }, payload: emptyBody.payload });
       assertError(t, empty, 400, /empty\.html.*empty/, 'an empty file is refused');
       const latin1 = await post('latin1.md', Buffer.from([0x23, 0x20, 0x43, 0x61, 0x66, 0xe9, 0x0a, 0x0a, 0x4e, 0x61, 0xef, 0x76, 0x65, 0x0a]), 'text/markdown');
+      // Windows-1252's quotes, dash and euro sign (0x93 0x94 0x96 0x80) were read as Latin-1 control characters and dropped.
+      const windows1252 = await post('quotes.txt', Buffer.concat([Buffer.from('Smart '), Buffer.from([0x93]), Buffer.from('quotes'), Buffer.from([0x94]), Buffer.from(' '), Buffer.from([0x96]), Buffer.from(' 20 '), Buffer.from([0x80])]), 'text/plain');
+      // UTF-8 but for one stray Latin-1 byte: the UTF-8 stays UTF-8 ("Café naïve" was read whole as Latin-1, "CafÃ© naÃ¯ve").
+      const strayByte = await post('stray.md', Buffer.concat([Buffer.from('# Café naïve\n\nOne stray byte: d'), Buffer.from([0xe9]), Buffer.from('j\u00e0 vu.\n')]), 'text/markdown');
       await paused.services.start();
       await waitForIngestion(paused.app, 'failing', headers, 60_000);
       const binaryDocument = await read(binary);
@@ -585,6 +589,10 @@ for (const backend of testBackends()) {
       const latin1Document = await read(latin1);
       t.equal(latin1Document.status, 'ready', 'invalid UTF-8 is read as Latin-1');
       t.equal(latin1Document.title, 'Café');
+      const chunkText = async (id: string) => (await paused.app.inject({ url: `/v1/collections/failing/documents/${id}/chunks`, headers })).json().data.map((chunk: any) => chunk.text).join('\n');
+      t.equal(await chunkText(windows1252), 'Smart \u201cquotes\u201d \u2013 20 \u20ac', 'Windows-1252 punctuation and euro sign kept');
+      t.equal((await read(strayByte)).title, 'Café naïve', 'the UTF-8 title of a file with one stray byte');
+      t.match(await chunkText(strayByte), /One stray byte: déjà vu\./, 'the stray byte read as Windows-1252');
       const failedNames = (await paused.app.inject({ url: '/v1/collections/failing/documents?status=failed&sort=filename&order=asc', headers })).json()
         .data.map((document: any) => document.filename);
       t.same(failedNames, binaryDocument.status === 'failed' ? ['binary.txt', 'vanished.txt'] : ['vanished.txt'], 'only the unreadable documents failed');
