@@ -10,9 +10,11 @@
  * - The body size is the size that carries the most characters in the document. A block of at
  *   most 3 lines and 200 characters set at least 15% larger than the body is a heading; heading
  *   levels follow the distinct heading sizes, largest first (at most 6).
- * - Running heads and feet: a line in the top or bottom 8% of the page whose text (digits
- *   ignored) recurs on at least half of the pages (documents of 3+ pages), or a bare page number
- *   there, is dropped, so "Annual report 2024 · page 7" does not end up in every chunk.
+ * - Running heads and feet: a line in the top or bottom 8% of the page that recurs there on at
+ *   least half of the pages (documents of 3+ pages), or a bare page number there, is dropped, so
+ *   "Annual report 2024 · page 7" does not end up in every chunk. Below the heading size a line
+ *   recurs when its text does with digits ignored; at a heading size only when its very text and
+ *   size do, so "Chapter 2 Lamp Maintenance" atop page 2 stays a heading (see runningKey).
  */
 import type { DocumentElement } from '../../../src/plugins.js';
 import { HeadingTrail } from '../../../src/parsing/heading-trail.js';
@@ -86,21 +88,38 @@ export function pageLines(page: PageText): TextLine[] {
 }
 
 const inMargin = (line: TextLine) => line.y > line.pageHeight * (1 - MARGIN_SHARE) || line.y < line.pageHeight * MARGIN_SHARE;
-const runningKey = (line: TextLine) => line.text.replace(/\d+/g, '#').toLowerCase();
+const atHeadingSize = (size: number, body: number) => size >= body * HEADING_SIZE_FACTOR;
+
+/** "7", "Page 7", "Page 7 of 10", "7/10", "- 7 -"; front matter is numbered in roman numerals (i, ii, xiv). */
+const pageNumber = /^(?:page\s*|[-–—]\s*)?(?:\d{1,4}|[ivxlc]{1,7})(?:\s*(?:of|\/)\s*\d{1,4})?(?:\s*[-–—])?$/i;
+
+/**
+ * What a running line keeps from page to page. A head or foot repeats with a changing number
+ * ("Annual report 2024 · page 7", "Chapter 3 · Lamps" on every page of chapter 3), so below the
+ * heading size digits are ignored. At a heading size the number is no evidence: chapter N often
+ * starts page N, and "Annual Report 2021, 2022, 2023" atop pages 1-3 follow the page numbers as
+ * closely as a printed page label does, so only the same text at the same size (a title repeated
+ * in the header) recurs; the title atop page 1 is not the small running head repeating it.
+ */
+function runningKey(line: TextLine, body: number): string {
+  const text = line.text.toLowerCase();
+  return atHeadingSize(line.size, body) ? `${line.size}pt ${text}` : text.replace(/\d+/g, '#');
+}
 
 /** Drops running heads, running feet and page numbers. */
 export function withoutRunningLines(lines: TextLine[], pageCount: number): TextLine[] {
+  // Running lines are a line or two a page: the body size is the one linesToElements will find.
+  const body = bodySize(lines);
   const pagesByKey = new Map<string, Set<number>>();
   for (const line of lines) {
     if (!inMargin(line)) continue;
-    const key = runningKey(line);
+    const key = runningKey(line, body);
     pagesByKey.set(key, (pagesByKey.get(key) ?? new Set()).add(line.page));
   }
   return lines.filter((line) => {
     if (!inMargin(line)) return true;
-    // Front matter is numbered in roman numerals (i, ii, xiv).
-    if (/^(?:page\s*)?(?:\d{1,4}|[ivxlc]{1,7})(?:\s*(?:of|\/)\s*\d{1,4})?$/i.test(line.text)) return false;
-    return !(pageCount >= 3 && (pagesByKey.get(runningKey(line))?.size ?? 0) >= pageCount / 2);
+    if (pageNumber.test(line.text)) return false;
+    return !(pageCount >= 3 && (pagesByKey.get(runningKey(line, body))?.size ?? 0) >= pageCount / 2);
   });
 }
 
@@ -147,7 +166,7 @@ const contentsEntry = /(?:\.\s*){4,}(?:\d{1,4}|[ivxlc]{1,7})$/i;
 function isHeadingBlock(block: TextBlock, body: number): boolean {
   const length = block.lines.reduce((sum, line) => sum + line.length, 0);
   // Contents pages are often set in the headings' size; their entries are not the sections.
-  return block.size >= body * HEADING_SIZE_FACTOR && block.lines.length <= HEADING_MAX_LINES
+  return atHeadingSize(block.size, body) && block.lines.length <= HEADING_MAX_LINES
     && length <= HEADING_MAX_CHARACTERS && /\p{L}/u.test(block.lines.join('')) && !block.lines.some((line) => contentsEntry.test(line));
 }
 
