@@ -14,18 +14,26 @@
  *   "## Install" stays in one chunk: a chunk made of a lone heading would retrieve nothing.
  * - A chunk never ends with a heading when the heading's content can start the next chunk.
  * - An element that fits in `chunkSize` is never cut (tables and code blocks included); one that
- *   does not is split recursively on ["\n\n", "\n", ". ", " ", ""] (LangChain's separators).
+ *   does not is split recursively on ["\n\n", "\n", ". ", " "] (LangChain's separators), then on
+ *   "。", "！", "？", "、" for text without spaces, and last cut hard (text-cuts.ts). Headings right
+ *   above a split element open a chunk with its start rather than stand alone.
+ * - Overlap never starts mid-word, and inside a table or code block only at a row or line: it is
+ *   the largest run of whole rows or lines within `chunkOverlap`, possibly none. A token cut hard
+ *   overlaps by raw characters.
  * - headingPath is the section path holding most of the chunk's characters, an element's path being
  *   its headingPath plus the element itself when it is a heading (a chunk opening with "## Install"
  *   is about Install). A chunk that opens with the tail of one subsection (or its overlap) and goes
  *   on into the next is about the next: the first element's path mislabelled such chunks.
  *
  * `recursive` packs the pieces greedily and starts each chunk with up to `chunkOverlap` characters
- * of the previous one, cut at a sentence start if the window holds one, else at a word start. `paragraph` packs whole elements, overlaps by the
- * trailing whole element(s) of the previous chunk that fit in `chunkOverlap`, and gives an
- * oversized element chunks of its own (packed like `recursive`; the next element starts afresh).
+ * of the previous one, cut at a sentence start if the window holds one, else at a word start.
+ * `paragraph` packs whole elements, so its chunks end between elements, and starts each chunk with
+ * the trailing whole element(s) of the previous one that fit in `chunkOverlap`, else with the tail
+ * of its last element cut as `recursive` cuts. An oversized element gets chunks of its own (packed
+ * like `recursive`); the element after it opens with the tail of its last chunk.
  */
 import type { DocumentElement } from '../plugins.js';
+import { hardCutLength, splitRecursively, textOverlapStart, trimSpan, type PieceLimits, type Span, type Unit } from './text-cuts.js';
 
 export type ChunkingStrategy = 'paragraph' | 'recursive';
 
@@ -50,7 +58,7 @@ export interface ElementChunk {
   endElement: number;
   /** Offset of `text` in `joinElementTexts(elements)`. */
   charStart?: number;
-  /** The header row of the table the chunk starts inside of, past the table's start (see DocumentElement.tableHeader). */
+  /** The header row of the table the chunk starts inside of, past the table's start, when at most half a chunk long (see DocumentElement.tableHeader). */
   tableHeader?: string;
 }
 
@@ -60,34 +68,6 @@ export const elementSeparator = '\n\n';
 /** The document text that `charStart` indexes: element texts joined by a blank line. */
 export function joinElementTexts(elements: readonly DocumentElement[]): string {
   return elements.map((element) => element.text).join(elementSeparator);
-}
-
-/** A range [start, end) of the document text. */
-interface Span {
-  start: number;
-  end: number;
-}
-
-/** A packable piece: a whole element, or a part of an element longer than chunkSize. */
-interface Unit extends Span {
-  element: number;
-  /** A whole heading element: never left at the end of a chunk when it can move to the next. */
-  isHeading: boolean;
-}
-
-const recursiveSeparators = ['\n\n', '\n', '. ', ' ', ''] as const;
-
-function isWhitespace(code: number): boolean {
-  // space, \t \n \v \f \r, no-break space
-  return code === 32 || (code >= 9 && code <= 13) || code === 160;
-}
-
-function trimSpan(text: string, start: number, end: number): Span {
-  let trimmedStart = start;
-  let trimmedEnd = end;
-  while (trimmedStart < trimmedEnd && isWhitespace(text.charCodeAt(trimmedStart))) trimmedStart++;
-  while (trimmedEnd > trimmedStart && isWhitespace(text.charCodeAt(trimmedEnd - 1))) trimmedEnd--;
-  return { start: trimmedStart, end: trimmedEnd };
 }
 
 function validateOptions({ chunkSize, chunkOverlap, strategy }: ChunkingOptions): void {
@@ -102,69 +82,16 @@ function validateOptions({ chunkSize, chunkOverlap, strategy }: ChunkingOptions)
   }
 }
 
-// ---------- recursive splitting ----------
-
-/** Non-blank pieces of `span` between occurrences of `separator`; ". " keeps its period. */
-function splitOnSeparator(text: string, span: Span, separator: string): Span[] {
-  const pieces: Span[] = [];
-  const keptLength = separator === '. ' ? 1 : 0;
-  let position = span.start;
-  while (position < span.end) {
-    const found = text.indexOf(separator, position);
-    const pieceEnd = found < 0 || found + separator.length > span.end ? span.end : found + keptLength;
-    const piece = trimSpan(text, position, pieceEnd);
-    if (piece.end > piece.start) pieces.push(piece);
-    if (pieceEnd === span.end) break;
-    position = found + separator.length;
-  }
-  return pieces;
-}
-
-/**
- * Appends to `pieces` the parts of `span` (of element `element`), each at most `limit` characters,
- * trying coarse separators first. Pieces are pushed, not returned, because one 2 MB paragraph
- * without sentence ends yields ~400,000 word pieces and per-level arrays dominated the run time.
- */
-function splitRecursively(text: string, span: Span, element: number, limit: number, pieces: Unit[], level = 0): void {
-  if (span.end - span.start <= limit) {
-    pieces.push({ start: span.start, end: span.end, element, isHeading: false });
-    return;
-  }
-  for (let separatorLevel = level; separatorLevel < recursiveSeparators.length; separatorLevel++) {
-    const separator = recursiveSeparators[separatorLevel];
-    if (separator === '') {
-      // Hard cuts every `limit` code units, but never between the two halves of a surrogate pair
-      // (an emoji cut in two would reach the database as two U+FFFD).
-      for (let start = span.start; start < span.end; ) {
-        let end = Math.min(start + limit, span.end);
-        const beforeCut = text.charCodeAt(end - 1);
-        if (end < span.end && end - start > 1 && beforeCut >= 0xd800 && beforeCut <= 0xdbff) end--;
-        const piece = trimSpan(text, start, end);
-        if (piece.end > piece.start) pieces.push({ ...piece, element, isHeading: false });
-        start = end;
-      }
-      return;
-    }
-    const parts = splitOnSeparator(text, span, separator);
-    if (parts.length > 1) {
-      for (const part of parts) splitRecursively(text, part, element, limit, pieces, separatorLevel + 1);
-      return;
-    }
-  }
-  pieces.push({ start: span.start, end: span.end, element, isHeading: false });
-}
-
-/** A unit as is when it fits, else its recursive pieces. */
-function fittingUnits(text: string, units: readonly Unit[], limit: number): Unit[] {
-  const fitting: Unit[] = [];
-  for (const unit of units) {
-    if (unit.end - unit.start <= limit) fitting.push(unit);
-    else splitRecursively(text, unit, unit.element, limit, fitting);
-  }
-  return fitting;
-}
-
 // ---------- packing ----------
+
+/** What packing needs besides the units. */
+interface Packing {
+  text: string;
+  chunkSize: number;
+  overlap: number;
+  /** Whether `position` lies in a table or a code block, whose overlap must be whole rows or lines. */
+  keepsLines: (position: number) => boolean;
+}
 
 /** Trailing headings of `units` that may open the next chunk instead (none if that empties the chunk). */
 function trailingHeadingCount(units: readonly Unit[]): number {
@@ -173,36 +100,34 @@ function trailingHeadingCount(units: readonly Unit[]): number {
   return count === units.length ? 0 : count;
 }
 
-/** Whether a word starting at `position` also starts a sentence or a line (after . ! ? or a line break). */
-function startsSentenceOrLine(text: string, position: number): boolean {
-  let before = position - 1;
-  while (before >= 0 && isWhitespace(text.charCodeAt(before))) {
-    if (text.charCodeAt(before) === 10) return true; // '\n'
-    before--;
-  }
-  const previous = text[before];
-  return previous === '.' || previous === '!' || previous === '?';
+/**
+ * Appends the pieces of `unit`, an element longer than a chunk, to `pieces`. When headings right
+ * above it (from `headingsStart`) would not fit beside its first piece, that piece is cut shorter so
+ * they open a chunk together: "# L" over 400,000 characters without a space was a chunk "L". A
+ * heading longer than half a chunk says enough to stand alone.
+ */
+function splitOversized({ text, chunkSize, overlap }: Packing, unit: Unit, headingsStart: number | undefined, pieces: Unit[]): void {
+  const lead = headingsStart === undefined ? 0 : unit.start - headingsStart;
+  const limits: PieceLimits = { limit: chunkSize, hardCut: hardCutLength(chunkSize, overlap) };
+  if (lead > 0 && lead <= chunkSize / 2) limits.opening = { at: unit.start, limit: chunkSize - lead };
+  splitRecursively(text, unit, unit.element, limits, pieces);
 }
 
-/**
- * Where the next chunk starts so it repeats at most `overlap` characters of `previous` and `next`
- * still fits: the earliest sentence or line start in that window, else its earliest word start
- * (a fragment such as "1." is worth less than a whole sentence), else no overlap.
- */
-function textOverlapStart(text: string, previous: Span, next: Unit, chunkSize: number, overlap: number): number {
-  if (overlap === 0) return next.start;
-  const earliest = Math.max(previous.end - overlap, previous.start + 1, next.end - chunkSize);
-  let firstWordStart: number | undefined;
-  for (let position = earliest; position < previous.end; position++) {
-    if (isWhitespace(text.charCodeAt(position)) || !isWhitespace(text.charCodeAt(position - 1))) continue;
-    if (startsSentenceOrLine(text, position)) return position;
-    firstWordStart ??= position;
+/** A unit as is when it fits, else its recursive pieces. */
+function fittingUnits(packing: Packing, units: readonly Unit[]): Unit[] {
+  const fitting: Unit[] = [];
+  let headingsStart: number | undefined;
+  for (const unit of units) {
+    if (unit.end - unit.start <= packing.chunkSize) fitting.push(unit);
+    else splitOversized(packing, unit, headingsStart, fitting);
+    headingsStart = unit.isHeading ? (headingsStart ?? unit.start) : undefined;
   }
-  return firstWordStart ?? next.start;
+  return fitting;
 }
 
 /** Greedy packing of consecutive units; each chunk after the first opens with a word-aligned text overlap. */
-function packWithTextOverlap(text: string, units: readonly Unit[], chunkSize: number, overlap: number): Span[] {
+function packWithTextOverlap(packing: Packing, units: readonly Unit[]): Span[] {
+  const { chunkSize } = packing;
   const chunks: Span[] = [];
   let current: Unit[] = [];
   let currentStart: number | undefined;
@@ -218,7 +143,7 @@ function packWithTextOverlap(text: string, units: readonly Unit[], chunkSize: nu
         const previous = { start: currentStart, end: current[current.length - 1].end };
         chunks.push(previous);
         current = [];
-        currentStart = textOverlapStart(text, previous, unit, chunkSize, overlap);
+        currentStart = textOverlapStart(packing.text, previous, unit, chunkSize, packing.overlap, packing.keepsLines);
       }
     }
     currentStart ??= unit.start;
@@ -242,35 +167,77 @@ function elementOverlap(previous: readonly Unit[], next: Unit, chunkSize: number
   return previous.slice(first);
 }
 
-/** Packs whole elements; an element longer than chunkSize gets chunks of its own. */
-function packWholeElements(text: string, units: readonly Unit[], chunkSize: number, overlap: number): Span[] {
+/** The tail of chunk `previous` (ending in element `element`) that opens the chunk of `next`, as a unit; none if no boundary allows one. */
+function tailOverlap(packing: Packing, previous: Span, element: number, next: Unit): Unit[] {
+  const start = textOverlapStart(packing.text, previous, next, packing.chunkSize, packing.overlap, packing.keepsLines);
+  return start < previous.end ? [{ start, end: previous.end, element, isHeading: false }] : [];
+}
+
+/**
+ * What of the closed chunk `previous` opens the chunk of `next`: its trailing whole elements when
+ * they fit in the overlap, else the tail of its last element from a sentence or word start (whole
+ * rows or lines of a table or code block). Paragraphs are mostly longer than the overlap, so whole
+ * elements alone left a long document's paragraph chunks sharing nothing.
+ */
+function paragraphOverlap(packing: Packing, previous: readonly Unit[], next: Unit): Unit[] {
+  const whole = elementOverlap(previous, next, packing.chunkSize, packing.overlap);
+  if (whole.length > 0) return whole;
+  const last = previous[previous.length - 1];
+  return tailOverlap(packing, { start: previous[0].start, end: last.end }, last.element, next);
+}
+
+/**
+ * Packs whole elements, each chunk opening with `paragraphOverlap` of the one before; an element
+ * longer than chunkSize gets chunks of its own, packed like `recursive`.
+ */
+function packWholeElements(packing: Packing, units: readonly Unit[]): Span[] {
   const chunks: Span[] = [];
   let pending: Unit[] = [];
+  // How many of `pending`'s first units repeat the chunk before: they never make a chunk by themselves.
+  let repeated = 0;
+  // The last chunk of an oversized element (of its own, so not in `pending`): the next element opens with its tail.
+  let oversizedEnd: { chunk: Span; element: number } | undefined;
   const closePending = (members: readonly Unit[]): void => {
-    if (members.length > 0) chunks.push({ start: members[0].start, end: members[members.length - 1].end });
+    if (members.length > repeated) chunks.push({ start: members[0].start, end: members[members.length - 1].end });
+  };
+  const openingOf = (closed: readonly Unit[], next: Unit): Unit[] => {
+    if (closed.length > repeated) return paragraphOverlap(packing, closed, next);
+    return oversizedEnd ? tailOverlap(packing, oversizedEnd.chunk, oversizedEnd.element, next) : [];
   };
   for (const unit of units) {
-    if (unit.end - unit.start > chunkSize) {
+    if (unit.end - unit.start > packing.chunkSize) {
       // Headings right above an oversized element open its first chunk.
-      const allHeadings = pending.every((pendingUnit) => pendingUnit.isHeading);
-      const carried = allHeadings ? pending.length : trailingHeadingCount(pending);
-      closePending(pending.slice(0, pending.length - carried));
-      const ownUnits = pending.slice(pending.length - carried);
-      splitRecursively(text, unit, unit.element, chunkSize, ownUnits);
-      for (const chunk of packWithTextOverlap(text, ownUnits, chunkSize, overlap)) chunks.push(chunk);
+      const allHeadings = pending.slice(repeated).every((pendingUnit) => pendingUnit.isHeading);
+      const carried = allHeadings ? pending.length - repeated : trailingHeadingCount(pending);
+      const closed = pending.slice(0, pending.length - carried);
+      closePending(closed);
+      const headings = pending.slice(pending.length - carried);
+      const pieces: Unit[] = [];
+      splitOversized(packing, unit, headings[0]?.start, pieces);
+      const ownUnits = headings.length > 0 ? [...headings, ...pieces] : [...openingOf(closed, pieces[0]), ...pieces];
+      const ownChunks = packWithTextOverlap(packing, ownUnits);
+      for (const chunk of ownChunks) chunks.push(chunk);
+      oversizedEnd = { chunk: ownChunks[ownChunks.length - 1], element: unit.element };
       pending = [];
+      repeated = 0;
       continue;
     }
-    if (pending.length > 0 && unit.end - pending[0].start > chunkSize) {
+    if (pending.length === 0) {
+      pending = openingOf([], unit);
+      repeated = pending.length;
+    } else if (unit.end - pending[0].start > packing.chunkSize) {
       const carried = trailingHeadingCount(pending);
-      if (carried > 0 && unit.end - pending[pending.length - carried].start <= chunkSize) {
+      if (carried > 0 && unit.end - pending[pending.length - carried].start <= packing.chunkSize) {
         closePending(pending.slice(0, pending.length - carried));
         pending = pending.slice(pending.length - carried);
+        repeated = 0;
       } else {
         closePending(pending);
-        pending = elementOverlap(pending, unit, chunkSize, overlap);
+        pending = openingOf(pending, unit);
+        repeated = pending.length;
       }
     }
+    oversizedEnd = undefined;
     pending.push(unit);
   }
   closePending(pending);
@@ -385,15 +352,24 @@ function chunksOfLayout(elements: readonly DocumentElement[], layout: Layout, { 
       element,
       isHeading: elements[element].type === 'heading' || elements[element].type === 'title',
     }));
-    const spans =
-      strategy === 'paragraph'
-        ? packWholeElements(layout.text, units, chunkSize, chunkOverlap)
-        : packWithTextOverlap(layout.text, fittingUnits(layout.text, units, chunkSize), chunkSize, chunkOverlap);
+    const packing: Packing = {
+      text: layout.text,
+      chunkSize,
+      overlap: chunkOverlap,
+      keepsLines: (position) => {
+        const { type } = elements[elementAt(layout, section, position)];
+        return type === 'table' || type === 'code';
+      },
+    };
+    const spans = strategy === 'paragraph' ? packWholeElements(packing, units) : packWithTextOverlap(packing, fittingUnits(packing, units));
     for (const span of spans) {
       const startElement = elementAt(layout, section, span.start);
       const endElement = elementAt(layout, section, span.end - 1);
       const first = elements[startElement];
-      const continuesTable = first.tableHeader !== undefined && span.start > (layout.spans[startElement] as Span).start;
+      // A header row longer than half a chunk is more data than column names: repeated on every
+      // continuation chunk (and embedded with each), a multi-KB one crowded out the rows themselves.
+      const header = first.tableHeader !== undefined && first.tableHeader.length <= chunkSize / 2 ? first.tableHeader : undefined;
+      const continuesTable = header !== undefined && span.start > (layout.spans[startElement] as Span).start;
       chunks.push({
         index: chunks.length,
         text: layout.text.slice(span.start, span.end),
@@ -402,7 +378,7 @@ function chunksOfLayout(elements: readonly DocumentElement[], layout: Layout, { 
         startElement,
         endElement,
         charStart: span.start,
-        ...(continuesTable ? { tableHeader: first.tableHeader } : {}),
+        ...(continuesTable ? { tableHeader: header } : {}),
       });
     }
   }

@@ -33,12 +33,14 @@ t.test('paragraph strategy packs whole elements and respects top-level headings'
   const chunks = chunkElements(guide, { chunkSize: 100, chunkOverlap: 30, strategy: 'paragraph' });
   t.same(outline(chunks), [
     ['Guide\n\nInstall\n\nRun the installer. It takes a minute.\n\nThen restart the machine and log in again.', 0, 3, 0],
-    ['Options\n\nname | default\nsize | 10\ncolor | red', 4, 5, 99],
+    // No whole paragraph fits in the 30-character overlap, so the chunk opens with the last one's tail.
+    ['the machine and log in again.\n\nOptions\n\nname | default\nsize | 10\ncolor | red', 3, 5, 68],
     // "## Usage" opens a new section: no overlap from "Options" and the heading leads its content.
     ['Usage\n\nOne two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen', 6, 7, 146],
     // The 131-character paragraph alone exceeds 100, so it falls back to recursive splitting.
     ['thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty.', 7, 7, 216],
-    ['Short tail.', 8, 8, 287],
+    // The element after it still packs afresh, opening with the tail of its last chunk.
+    ['eighteen nineteen twenty.\n\nShort tail.', 7, 8, 260],
   ]);
   // A chunk is about the section holding most of its text: "Guide" opens the first, whose text is Install's.
   t.same(
@@ -248,4 +250,104 @@ t.test('chunks that continue a table past its start name its header row', async 
     }
     t.same(chunks.filter((chunk) => chunk.startElement !== 1 && chunk.tableHeader !== undefined), [], `${strategy}: chunks starting elsewhere name none`);
   }
+});
+
+t.test('table and code overlap is whole rows and lines, or none', async (t) => {
+  // A cell's "Paid." is a sentence end, but a chunk of a table only opens at a row.
+  const rows = ['Code | Note', ...Array.from({ length: 6 }, (_, index) => `C-${index} | Paid. Settled in full ${index}`)];
+  const table: DocumentElement = { type: 'table', text: rows.join('\n'), headingPath: [], tableHeader: rows[0] };
+  const code: DocumentElement = {
+    type: 'code',
+    text: Array.from({ length: 10 }, (_, index) => `result_value_${index} = compute_something(alpha_${index}, beta_${index}, gamma)`).join('\n'),
+    headingPath: [],
+  };
+  const codeLines = code.text.split('\n');
+  for (const strategy of ['recursive', 'paragraph'] as const) {
+    // A 35-character overlap holds one 29-character row: each chunk repeats the previous one's last row.
+    const tableChunks = chunkElements([table], { chunkSize: 80, chunkOverlap: 35, strategy });
+    t.same(tableChunks.map((chunk) => chunk.text), [
+      'Code | Note\nC-0 | Paid. Settled in full 0\nC-1 | Paid. Settled in full 1',
+      'C-1 | Paid. Settled in full 1\nC-2 | Paid. Settled in full 2',
+      'C-2 | Paid. Settled in full 2\nC-3 | Paid. Settled in full 3',
+      'C-3 | Paid. Settled in full 3\nC-4 | Paid. Settled in full 4',
+      'C-4 | Paid. Settled in full 4\nC-5 | Paid. Settled in full 5',
+    ], `${strategy}: table`);
+    t.same(tableChunks.slice(1).map((chunk) => chunk.tableHeader), Array(4).fill('Code | Note'), `${strategy}: the header lines up with whole rows`);
+    // A 40-character overlap holds none of the 60-character lines: no overlap rather than half a line.
+    const codeChunks = chunkElements([code], { chunkSize: 200, chunkOverlap: 40, strategy });
+    t.same(codeChunks.map((chunk) => chunk.text.split('\n')), [codeLines.slice(0, 3), codeLines.slice(3, 6), codeLines.slice(6, 9), codeLines.slice(9)], `${strategy}: code, no overlap`);
+    // 130 characters hold two lines and their line break.
+    const wider = chunkElements([code], { chunkSize: 200, chunkOverlap: 130, strategy }).map((chunk) => chunk.text.split('\n'));
+    t.same(wider.slice(0, 3), [codeLines.slice(0, 3), codeLines.slice(1, 4), codeLines.slice(2, 5)], `${strategy}: code, whole lines`);
+  }
+});
+
+t.test('paragraph strategy overlaps packed paragraphs at a word or sentence start', async (t) => {
+  const elements = [
+    'Alpha one two three. Four five six seven eight nine ten.',
+    'Beta eleven twelve. Thirteen fourteen fifteen sixteen.',
+    'Gamma seventeen eighteen. Nineteen twenty twenty-one.',
+    'Delta last words here. The end.',
+  ].map((text) => paragraph(text));
+  // No whole paragraph fits in 30 characters: the next chunk opens with the last one's last words.
+  t.same(outline(chunkElements(elements, { chunkSize: 120, chunkOverlap: 30, strategy: 'paragraph' })), [
+    ['Alpha one two three. Four five six seven eight nine ten.\n\nBeta eleven twelve. Thirteen fourteen fifteen sixteen.', 0, 1, 0],
+    ['fourteen fifteen sixteen.\n\nGamma seventeen eighteen. Nineteen twenty twenty-one.\n\nDelta last words here. The end.', 1, 3, 87],
+  ]);
+  // Chunks still end between paragraphs, and overlap 0 packs them as before.
+  t.same(outline(chunkElements(elements, { chunkSize: 120, chunkOverlap: 0, strategy: 'paragraph' })), [
+    ['Alpha one two three. Four five six seven eight nine ten.\n\nBeta eleven twelve. Thirteen fourteen fifteen sixteen.', 0, 1, 0],
+    ['Gamma seventeen eighteen. Nineteen twenty twenty-one.\n\nDelta last words here. The end.', 2, 3, 114],
+  ]);
+  // On a long document every pair of neighbouring chunks shares text, within the overlap.
+  const document = syntheticDocument().filter((element) => element.type === 'paragraph');
+  const chunks = chunkElements(document, { chunkSize: 300, chunkOverlap: 60, strategy: 'paragraph' });
+  let unshared = 0;
+  for (let index = 1; index < chunks.length; index++) {
+    const previous = chunks[index - 1]!;
+    const repeated = (previous.charStart as number) + previous.text.length - (chunks[index]!.charStart as number);
+    if (repeated <= 0 || repeated > 60) unshared++;
+  }
+  t.ok(chunks.length > 20, `${chunks.length} chunks`);
+  t.equal(unshared, 0, 'each chunk repeats at most 60 characters of the one before, and some');
+});
+
+t.test('text without spaces splits at 。！？ and 、, and hard splits overlap too', async (t) => {
+  const japanese = 'これは日本語の文章です、とても長い説明が続きます。次の文もまた長く続いていきます！本当にそうですか？'.repeat(4);
+  t.same(chunkElements([paragraph(japanese)], { chunkSize: 100, chunkOverlap: 20, strategy: 'recursive' }).map((chunk) => chunk.text), [
+    'これは日本語の文章です、とても長い説明が続きます。次の文もまた長く続いていきます！本当にそうですか？これは日本語の文章です、とても長い説明が続きます。',
+    'とても長い説明が続きます。次の文もまた長く続いていきます！本当にそうですか？これは日本語の文章です、とても長い説明が続きます。',
+    'とても長い説明が続きます。次の文もまた長く続いていきます！本当にそうですか？これは日本語の文章です、とても長い説明が続きます。次の文もまた長く続いていきます！本当にそうですか？',
+  ]);
+  // A token longer than a chunk is cut short enough that the next piece fits beside its overlap.
+  const token = 'abcdefghij'.repeat(5);
+  for (const strategy of ['recursive', 'paragraph'] as const) {
+    t.same(chunkElements([paragraph(`see ${token} done`)], { chunkSize: 20, chunkOverlap: 5, strategy }).map((chunk) => chunk.text), [
+      'see abcdefghijabcde', 'abcdefghijabcdefghij', 'fghijabcdefghijabcde', 'abcdefghij done',
+    ], strategy);
+  }
+});
+
+t.test('a heading opens a chunk with the start of an oversized element below it', async (t) => {
+  const elements: DocumentElement[] = [heading('L', 1, []), paragraph('x'.repeat(400_000), ['L'])];
+  for (const strategy of ['recursive', 'paragraph'] as const) {
+    const chunks = chunkElements(elements, { chunkSize: 200, chunkOverlap: 20, strategy });
+    t.equal(chunks[0]!.text, `L\n\n${'x'.repeat(180)}`, `${strategy}: not "L" alone`);
+    t.ok(chunks.every((chunk) => chunk.text.length <= 200), strategy);
+    t.equal(chunks.length, Math.ceil(400_000 / 180), `${strategy}: pieces of 180 plus 20 of overlap`);
+  }
+  // A first sentence that fills a chunk is split into words so the heading fits beside its start.
+  const oversized = paragraph(`${'word '.repeat(19)}end. Second sentence.`, ['Setup']);
+  for (const strategy of ['recursive', 'paragraph'] as const) {
+    const chunks = chunkElements([heading('Setup', 2, []), oversized], { chunkSize: 100, chunkOverlap: 0, strategy });
+    t.same(chunks.map((chunk) => chunk.text), [`Setup\n\n${'word '.repeat(17)}word`, 'word end. Second sentence.'], strategy);
+  }
+});
+
+t.test('a header row longer than half a chunk is not carried', async (t) => {
+  const header = Array.from({ length: 12 }, (_, index) => `column ${index}`).join(' | ');
+  const rows = [header, ...Array.from({ length: 8 }, (_, index) => `${index} | value ${index}`)];
+  const chunks = chunkElements([{ type: 'table', text: rows.join('\n'), headingPath: [], tableHeader: header }], { chunkSize: 200, chunkOverlap: 0, strategy: 'recursive' });
+  t.ok(header.length > 100 && chunks.length >= 2, `a ${header.length}-character header, ${chunks.length} chunks`);
+  t.same(chunks.filter((chunk) => chunk.tableHeader !== undefined), []);
 });
