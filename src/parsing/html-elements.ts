@@ -10,8 +10,9 @@
  * `resolveImage` knows the picture (its alt text is the element's text). Inline <code> stays
  * inside its sentence: making it an element would cut "call <code>f()</code> first" into three.
  *
- * Page chrome is skipped with its content (src/parsing/html-boilerplate.ts). Exception: a
- * <header> inside <article> or <main> is the article's own header (it usually holds the h1).
+ * Page chrome is skipped with its content (src/parsing/html-boilerplate.ts). Exceptions: a
+ * <header> inside <article> or <main> is the article's own header (it usually holds the h1), and
+ * cookie/consent banner candidates are kept when dropping them would leave no text at all.
  * Whitespace collapses to single spaces except in <pre>; <br> keeps a line break in paragraphs.
  * The title is <title>, else the first h1. With `documentProperties`, <meta name="author">,
  * "description" and "keywords" become metadata (src/parsing/document-properties.ts).
@@ -19,7 +20,7 @@
 import { Parser as HtmlTokenizer } from 'htmlparser2';
 import type { DocumentElement, ParsedDocument } from '../plugins.js';
 import { collapseWhitespace, documentPropertyMetadata } from './document-properties.js';
-import { boilerplateTags, isBoilerplateElement } from './html-boilerplate.js';
+import { boilerplateTags, isBoilerplateElement, isConsentBanner } from './html-boilerplate.js';
 import { HeadingTrail } from './heading-trail.js';
 
 /** What an <img> becomes: its picture when the bytes are at hand, and metadata for the element. */
@@ -93,8 +94,13 @@ class HtmlElementCollector {
   private inCaption = false;
   /** Images met inside a list, table or heading, emitted after it so they do not cut it in two. */
   private pendingImages: DocumentElement[] = [];
+  /** Whether an element looked like a cookie/consent banner (skipped unless keepConsentBanners). */
+  consentBannerSeen = false;
 
-  constructor(private readonly options: HtmlElementOptions) {}
+  constructor(
+    private readonly options: HtmlElementOptions,
+    private readonly keepConsentBanners: boolean,
+  ) {}
 
   private get inStructure(): boolean {
     return this.lists.length > 0 || this.tableDepth > 0;
@@ -102,7 +108,10 @@ class HtmlElementCollector {
 
   private isSkipped(name: string, attributes: Record<string, string>): boolean {
     if (name === 'header' && this.sectioningDepth > 0) return false;
-    return boilerplateTags.has(name) || isBoilerplateElement(attributes);
+    if (boilerplateTags.has(name) || isBoilerplateElement(attributes)) return true;
+    if (!isConsentBanner(name, attributes)) return false;
+    this.consentBannerSeen = true;
+    return !this.keepConsentBanners;
   }
 
   onopentag(name: string, attributes: Record<string, string>): void {
@@ -327,8 +336,8 @@ class HtmlElementCollector {
   }
 }
 
-export function htmlToElements(html: string, options: HtmlElementOptions = {}): ParsedDocument {
-  const collector = new HtmlElementCollector(options);
+function collectElements(html: string, options: HtmlElementOptions, keepConsentBanners: boolean): HtmlElementCollector {
+  const collector = new HtmlElementCollector(options, keepConsentBanners);
   const tokenizer = new HtmlTokenizer(
     {
       onopentag: (name, attributes) => collector.onopentag(name, attributes),
@@ -339,6 +348,19 @@ export function htmlToElements(html: string, options: HtmlElementOptions = {}): 
     { decodeEntities: true },
   );
   tokenizer.end(html);
+  return collector;
+}
+
+function holdsText(collector: HtmlElementCollector): boolean {
+  return collector.elements.some((element) => element.text.trim().length > 0);
+}
+
+export function htmlToElements(html: string, options: HtmlElementOptions = {}): ParsedDocument {
+  let collector = collectElements(html, options, false);
+  // Banners are recognised by their class and id names, a guess: when it leaves nothing to read, the
+  // "banner" was the content (a cookie policy in <div id="cookies">, a notice written into a Markdown
+  // file), and the page would fail as empty. A page that really is only a banner costs one chunk.
+  if (collector.consentBannerSeen && !holdsText(collector)) collector = collectElements(html, options, true);
   const title = collector.title ?? collector.firstH1;
   const { author, description, keywords } = collector.meta;
   const metadata = options.documentProperties ? documentPropertyMetadata({ author, description, keywords: keywords.join(',') }) : {};
