@@ -56,7 +56,13 @@ export function providerMessage(body: string): string {
       ?? (Array.isArray(detail) ? detail.map((item) => (item as { msg?: unknown }).msg ?? JSON.stringify(item)).join('; ') : detail);
     if (typeof candidate === 'string' && candidate.trim() !== '') message = candidate.trim();
   } catch {
-    // Not JSON: the text itself is the message.
+    // Not JSON: the text itself is the message, but for an HTML page (a proxy's or gateway's), which
+    // its title says, else its text; its markup said nothing and filled the message.
+    if (/^(?:<!doctype html|<html)[\s>]/i.test(message)) {
+      const title = /<title[^>]*>([^<]*)<\/title>/i.exec(message)?.[1];
+      const text = (title ?? message.replace(/<(script|style)[\s\S]*?<\/\1>|<[^>]*>/gi, ' ')).replace(/\s+/g, ' ').trim();
+      message = text ? `an HTML page: ${text}` : 'an HTML page';
+    }
   }
   if (message === '') return 'no message';
   return message.length > MAX_MESSAGE_LENGTH ? `${message.slice(0, MAX_MESSAGE_LENGTH)}...` : message;

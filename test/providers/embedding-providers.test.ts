@@ -207,6 +207,10 @@ for (const backend of testBackends()) {
       fake.reset();
       fake.failNext('openai', { status: 503, body: { error: { message: 'overloaded' } } }, 3);
       assertError(t, await api.send('POST', `/v1/collections/${faults}/query`, { query: 'fault1', search_mode: 'semantic', skip_cache: true }), 502, 'openai answered 503: overloaded');
+      const gatewayPage = '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>';
+      fake.failNext('openai', { status: 502, text: gatewayPage, contentType: 'text/html' }, 3);
+      const behindProxy = await api.send('POST', `/v1/collections/${faults}/query`, { query: 'fault2', search_mode: 'semantic', skip_cache: true });
+      assertError(t, behindProxy, 502, 'openai answered 502: an HTML page: 502 Bad Gateway', 'a proxy\'s error page is named by its title');
       const keyword = await api.query(faults, { query: 'fault1', search_mode: 'keyword' });
       t.ok(keyword.results.length > 0, 'keyword search needs no provider');
     });

@@ -28,8 +28,12 @@ t.test("provider messages from each provider's error shape", async (t) => {
   t.equal(providerMessage('{"message":"invalid api token"}'), 'invalid api token', 'Cohere');
   t.equal(providerMessage('{"detail":"Provided API key is invalid."}'), 'Provided API key is invalid.', 'Voyage, Jina');
   t.equal(providerMessage('{"detail":[{"msg":"field required"},{"msg":"too long"}]}'), 'field required; too long', 'validation lists');
+  t.equal(providerMessage('<html>\n<head><title>502 Bad\n Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>'),
+    'an HTML page: 502 Bad Gateway', 'a proxy\'s error page by its title, not its markup');
+  t.equal(providerMessage('<!DOCTYPE html><html><head><style>p{}</style></head><body><p>Down for <b>maintenance</b></p></body></html>'), 'an HTML page: Down for maintenance', 'its text without a title');
   t.equal(providerMessage('{"error":"Input validation error","error_type":"Validation"}'), 'Input validation error', 'TEI');
-  t.equal(providerMessage('<html>Bad Gateway</html>'), '<html>Bad Gateway</html>', 'not JSON: the text');
+  t.equal(providerMessage('<html>Bad Gateway</html>'), 'an HTML page: Bad Gateway', 'an HTML page: its text');
+  t.equal(providerMessage('Bad Gateway'), 'Bad Gateway', 'not JSON: the text');
   t.equal(providerMessage(''), 'no message');
   t.equal(providerMessage('x'.repeat(1000)).length, 303, 'long messages are cut');
 });

@@ -24,6 +24,8 @@ export type Route = 'openai' | 'compatible' | 'cohere' | 'voyage' | 'cohere-rera
 
 export type Fault =
   | { status: number; body?: unknown; headers?: Record<string, string> }
+  /** A body that is not JSON, such as a proxy's HTML error page. */
+  | { status: number; text: string; contentType: string }
   | { malformed: true }
   | { hang: true }
   | { dimension: number };
@@ -153,6 +155,10 @@ export class ProviderFake {
       if (fault && 'malformed' in fault) {
         response.writeHead(200, { 'content-type': 'application/json' });
         return void response.end('{"data": [{"embedding": [0.1, 0.2');
+      }
+      if (fault && 'text' in fault) {
+        response.writeHead(fault.status, { 'content-type': fault.contentType });
+        return void response.end(fault.text);
       }
       if (fault && 'status' in fault) return this.send(response, fault.status, fault.body ?? { error: { message: `fake ${fault.status}` } }, fault.headers);
       const refusal = this.authorize(route, request.headers.authorization);
