@@ -22,6 +22,7 @@ import type { DocumentElement, ParsedDocument } from '../plugins.js';
 import { collapseWhitespace, documentPropertyMetadata } from './document-properties.js';
 import { boilerplateTags, isBoilerplateElement, isConsentBanner } from './html-boilerplate.js';
 import { HeadingTrail } from './heading-trail.js';
+import { tableRowText } from './table-row-text.js';
 
 /** What an <img> becomes: its picture when the bytes are at hand, and metadata for the element. */
 export interface ResolvedImage {
@@ -322,7 +323,7 @@ class HtmlElementCollector {
     const rows = this.tableRows
       .map((cells, index) => ({ line: cells.map(collapseWhitespace), header: this.tableHeaderRows[index]! }))
       .filter((row) => row.line.some((cell) => cell.length > 0))
-      .map((row) => ({ line: row.line.join(' | '), header: row.header }));
+      .map((row) => ({ line: tableRowText(row.line), header: row.header }));
     const text = rows.map((row) => row.line).join('\n');
     this.tableRows = [];
     this.tableHeaderRows = [];

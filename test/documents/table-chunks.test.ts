@@ -80,3 +80,28 @@ for (const backend of testBackends()) {
     });
   });
 }
+
+for (const backend of testBackends()) {
+  t.test(`${backend}: a "|" inside a cell`, async (t) => {
+    const { app, admin } = await adminTestApp(t, backend);
+    await createTestCollection(app, admin, { name: 'pipes' });
+    const upload = async (filename: string, content: string, contentType: string) => {
+      const body = multipartUpload([{ filename, content, contentType }]);
+      const response = await app.inject({ method: 'POST', url: '/v1/collections/pipes/documents', headers: { ...admin, ...body.headers }, payload: body.payload });
+      t.equal(response.statusCode, 202, response.body);
+      return response.json().id as string;
+    };
+    const tableText = async (id: string) => {
+      const elements = (await app.inject({ url: `/v1/collections/pipes/documents/${id}/elements`, headers: admin })).json().data as Array<{ type: string; text: string }>;
+      return elements.find((element) => element.type === 'table')?.text;
+    };
+    const markdown = await upload('operators.md', '| Operator | Meaning |\n| --- | --- |\n| `a \\| b` | logical or |\n| `a & b` | logical and |', 'text/markdown');
+    const html = await upload('operators.html', '<table><tr><th>Operator</th><th>Meaning</th></tr><tr><td>a | b</td><td>logical or</td></tr></table>', 'text/html');
+    const csv = await upload('operators.csv', '1,a | b\n2,a & b\n', 'text/csv');
+    await waitForIngestion(app, 'pipes', admin);
+    // Written "a | b | logical or", the row read as three columns under a header of two.
+    t.equal(await tableText(markdown), 'Operator | Meaning\na \\| b | logical or\na & b | logical and', 'Markdown');
+    t.equal(await tableText(html), 'Operator | Meaning\na \\| b | logical or', 'HTML');
+    t.match(await tableText(csv), /^1 \| a \\\| b$/m, 'CSV without a header');
+  });
+}

@@ -15,6 +15,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import type { DocumentElement, ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { decodeTextBuffer } from '../../../src/parsing/decode-text.js';
 import { DocumentParseError, reasonOf } from '../../../src/parsing/document-parse-error.js';
+import { tableRowText } from '../../../src/parsing/table-row-text.js';
 
 const candidates = [',', ';', '|', '\t'] as const;
 const SAMPLE_CHARACTERS = 64 * 1024;
@@ -46,7 +47,7 @@ function looksLikeHeader(cells: string[]): boolean {
 }
 
 function rowText(cells: string[], columns: string[] | undefined): string {
-  if (!columns) return cells.filter((cell) => cell.length > 0).join(' | ');
+  if (!columns) return tableRowText(cells.filter((cell) => cell.length > 0));
   return cells
     .map((cell, index) => (cell.length > 0 ? `${columns[index] ?? `column ${index + 1}`}: ${cell}` : ''))
     .filter((pair) => pair.length > 0)

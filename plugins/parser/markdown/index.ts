@@ -23,6 +23,7 @@ import { decodeCharacterReferences } from './character-references.js';
 import { splitFrontMatter } from './front-matter.js';
 import { htmlBlockElements } from './html-blocks.js';
 import { assertMarkdownNesting } from './nesting-depth.js';
+import { tableRowText } from '../../../src/parsing/table-row-text.js';
 
 /** A token's own text, for token types without children. */
 function ownText(token: Token): string {
@@ -100,7 +101,7 @@ function listItemBlockLines(token: Token): string[] {
 }
 
 function tableLines(table: Tokens.Table): string[] {
-  const row = (cells: Tokens.TableCell[]): string => cells.map((cell) => inlineText(cell.tokens).trim()).join(' | ');
+  const row = (cells: Tokens.TableCell[]): string => tableRowText(cells.map((cell) => inlineText(cell.tokens).trim()));
   return [row(table.header), ...table.rows.map(row)];
 }
 
