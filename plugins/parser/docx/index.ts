@@ -69,6 +69,14 @@ interface CapturedImage {
   contentType: string;
 }
 
+/**
+ * mammoth ends each footnote and endnote with a link back to its reference, an arrow: it read as
+ * the note's last word ("Otters hold hands. ↑"), in the text and in every chunk of the note.
+ */
+function withoutNoteBackLinks(html: string): string {
+  return html.replace(/\s*<a href="#(?:footnote|endnote)-ref-[^"]*">\u2191<\/a>/g, '');
+}
+
 async function parseDocx(data: Buffer): Promise<ParsedDocument> {
   if (data.length === 0) throw new DocumentParseError('DOCX', 'the file is empty');
   const kept = await inspectZipArchive(data, 'DOCX', officeDocumentLimits, [corePropertiesEntry]);
@@ -84,7 +92,7 @@ async function parseDocx(data: Buffer): Promise<ParsedDocument> {
         return { src: `${imageSourcePrefix}${images.length - 1}` };
       }),
     });
-    html = result.value;
+    html = withoutNoteBackLinks(result.value);
   } catch (error) {
     throw new DocumentParseError('DOCX content', reasonOf(error));
   }
