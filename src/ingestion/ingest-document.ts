@@ -8,6 +8,7 @@ import type { KeywordIndex } from '../search/keyword/keyword-index.js';
 import { removeEntriesOfDeletedRows, removeFromIndexes } from '../search/search-indexes.js';
 import type { FileStore } from '../storage/file-store.js';
 import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
+import { BatchProgress } from './batch-progress.js';
 import { detectParser } from './parser-selection.js';
 import { chunkRows, elementRows, embeddingInput, type ChunkRow, type DocumentRow, type PreparedDocument } from './ingestion-rows.js';
 
@@ -64,8 +65,9 @@ function asIngestionError(stage: string, error: unknown, retryable: boolean): In
 async function writeProgress(sql: SqlRunner, updates: Array<{ id: string; progress: DocumentProgress }>): Promise<void> {
   if (updates.length === 0) return;
   await sql(
-    `update documents d set status = 'processing', progress = u.progress, updated_at = now()
-     from jsonb_to_recordset(?::jsonb) as u(id uuid, progress jsonb) where d.id = u.id`,
+    // Only while processing: a write due after a batch was handed back must not claim its documents again.
+    `update documents d set progress = u.progress, updated_at = now()
+     from jsonb_to_recordset(?::jsonb) as u(id uuid, progress jsonb) where d.id = u.id and d.status = 'processing'`,
     [JSON.stringify(updates)],
   );
 }
@@ -91,7 +93,7 @@ function readOriginal(runtime: IngestionRuntime, row: DocumentRow): Promise<Buff
 const PAGED_TYPES = new Set(['application/pdf', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document']);
 
 /** Parses and chunks one document; failures here are the document's own (bad file), never retried. */
-async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRecord, row: DocumentRow, original: Promise<Buffer>): Promise<PreparedDocument> {
+async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRecord, row: DocumentRow, original: Promise<Buffer>, progress: Progress | null): Promise<PreparedDocument> {
   let parsed;
   let choice;
   try {
@@ -107,6 +109,7 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
   } catch (error) {
     throw asIngestionError('storing images', error, true);
   }
+  await progress?.('chunking', 15, `chunking ${row.filename}`);
   let chunked: { elements: DocumentElement[]; chunks: ElementChunk[] };
   try {
     chunked = chunkElementsSharingText(images.elements, { chunkSize: collection.chunkSize, chunkOverlap: collection.chunkOverlap, strategy: collection.chunkStrategy });
@@ -282,7 +285,7 @@ async function indexOneByOne(runtime: IngestionRuntime, collection: CollectionRe
  * originals are unreachable once it returns: kept in the caller's frame, a 200 MB file's bytes
  * lived until its last chunk was written.
  */
-async function prepareDocuments(runtime: IngestionRuntime, collection: CollectionRecord, rows: DocumentRow[], outcomes: Map<string, DocumentOutcome>): Promise<PreparedDocument[]> {
+async function prepareDocuments(runtime: IngestionRuntime, collection: CollectionRecord, rows: DocumentRow[], outcomes: Map<string, DocumentOutcome>, progress: Progress): Promise<PreparedDocument[]> {
   const documents: PreparedDocument[] = [];
   let nextOriginal = readOriginal(runtime, rows[0]!);
   for (const [index, row] of rows.entries()) {
@@ -295,7 +298,9 @@ async function prepareDocuments(runtime: IngestionRuntime, collection: Collectio
     // well measured 604-716 against 690-852 chunks/s, as uploads ran ahead of the workers.
     await nextEventLoopTurn();
     try {
-      documents.push(await parseAndChunk(runtime, collection, row, original));
+      // The documents of a batch share one progress: it names the stage of a batch of one only, as
+      // parsing and chunking alternate from document to document.
+      documents.push(await parseAndChunk(runtime, collection, row, original, rows.length === 1 ? progress : null));
     } catch (error) {
       outcomes.set(row.id, { documentId: row.id, status: 'failed', error: asIngestionError('parsing', error, false) });
     }
@@ -329,27 +334,27 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
   );
   if (rows.length === 0) return [...outcomes.values()];
 
-  let lastProgressAt = Date.now();
-  const writeStage = async (stage: string, percent: number, message: string) => {
-    if (Date.now() - lastProgressAt < PROGRESS_INTERVAL_MS) return;
-    lastProgressAt = Date.now();
-    await writeProgress(sql, rows.filter((row) => outcomes.get(row.id)!.status !== 'failed')
-      .map((row) => ({ id: row.id, progress: { stage, percent: Math.round(percent), message } })));
-  };
-  const progress: Progress = (stage, percent, message) => writeStage(stage, percent, message);
-
-  const documents = await prepareDocuments(runtime, collection, rows, outcomes);
-  const chunkCount = documents.reduce((sum, document) => sum + document.chunks.length, 0);
-  await writeStage('embedding', 25, `embedding ${chunkCount} chunks`);
+  const batchProgress = new BatchProgress((update) => writeProgress(sql, rows
+    .filter((row) => outcomes.get(row.id)!.status !== 'failed')
+    .map((row) => ({ id: row.id, progress: update }))), PROGRESS_INTERVAL_MS);
+  const progress: Progress = (stage, percent, message) => batchProgress.report({ stage, percent: Math.round(percent), message });
   try {
-    await embedAndIndex(runtime, collection, documents, progress);
-    for (const document of documents) outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
-  } catch (error) {
-    if ((error instanceof IngestionError && error.stage === 'embedding') || documents.length <= 1) {
-      await discardPartialWrites(runtime, collection, documents);
-      throw asIngestionError('indexing', error, true);
+    const documents = await prepareDocuments(runtime, collection, rows, outcomes, progress);
+    const chunkCount = documents.reduce((sum, document) => sum + document.chunks.length, 0);
+    await progress('embedding', 25, `embedding ${chunkCount} chunks`);
+    try {
+      await embedAndIndex(runtime, collection, documents, progress);
+      for (const document of documents) outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
+    } catch (error) {
+      if ((error instanceof IngestionError && error.stage === 'embedding') || documents.length <= 1) {
+        await discardPartialWrites(runtime, collection, documents);
+        throw asIngestionError('indexing', error, true);
+      }
+      await indexOneByOne(runtime, collection, documents, outcomes, progress);
     }
-    await indexOneByOne(runtime, collection, documents, outcomes, progress);
+  } finally {
+    // Before the worker writes the outcomes: a progress write after them would show a stage again.
+    await batchProgress.finish();
   }
   return [...outcomes.values()];
 }
