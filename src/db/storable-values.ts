@@ -36,3 +36,26 @@ export function unstorableValueDetail(value: unknown, path: string): string | nu
   }
   return null;
 }
+
+/**
+ * How deep JSON may nest: a request body, an upload's metadata. PGlite's jsonb code ran out of
+ * WebAssembly memory on metadata about 1,000 levels deep and took the database down for every
+ * request after; at 5,000 levels the recursive checks of a body overflowed the stack (a 500).
+ * Metadata of real documents nests a few levels.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Why a JSON value nests too deep to be taken, naming where; null when it does not. Walked without
+ * recursion, as it guards the recursive code after it.
+ */
+export function excessNestingDetail(value: unknown, path: string): string | null {
+  const pending: Array<[unknown, number]> = [[value, 1]];
+  while (pending.length > 0) {
+    const [current, depth] = pending.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    if (depth > MAX_JSON_DEPTH) return `${path} nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels, which is refused`;
+    for (const child of Object.values(current)) if (child !== null && typeof child === 'object') pending.push([child, depth + 1]);
+  }
+  return null;
+}

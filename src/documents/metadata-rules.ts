@@ -4,7 +4,7 @@ import type { CollectionRecord } from '../db/entities/index.js';
 import { BadRequestError, ConflictError } from '../errors.js';
 import { metadataFieldPath } from '../search/filters/field-path.js';
 import { valueAtPath } from '../search/filters/match-filter.js';
-import { unstorableValueDetail } from '../db/storable-values.js';
+import { excessNestingDetail, unstorableValueDetail } from '../db/storable-values.js';
 
 const compiled = new Map<string, ValidateFunction>();
 
@@ -42,8 +42,8 @@ export function parseMetadataField(raw: string | undefined): Record<string, unkn
     throw new BadRequestError('metadata must be a JSON object');
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new BadRequestError('metadata must be a JSON object');
-  // A form field escapes the JSON-body check of src/http/unstorable-values.ts.
-  const unstorable = unstorableValueDetail(value, 'metadata');
+  // A form field escapes the JSON-body checks of src/http/json-body.ts and unstorable-values.ts.
+  const unstorable = excessNestingDetail(value, 'metadata') ?? unstorableValueDetail(value, 'metadata');
   if (unstorable) throw new BadRequestError(unstorable);
   return value as Record<string, unknown>;
 }

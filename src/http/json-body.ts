@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { excessNestingDetail } from '../db/storable-values.js';
 import { BadRequestError } from '../errors.js';
 
 function isValidJson(body: string): boolean {
@@ -16,7 +17,7 @@ function isValidJson(body: string): boolean {
  * refused that empty body with a 400. An empty body is no body, as without the header: a route
  * whose schema needs a body still answers 400 (error-handler.ts words it). Anything else goes to
  * Fastify's own parser, with its prototype-poisoning protection (secure-json-parse) and the body
- * limit (BODY_LIMIT_BYTES).
+ * limit (BODY_LIMIT_BYTES), and is refused when it nests deeper than MAX_JSON_DEPTH.
  */
 export function acceptJsonBodies(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error');
@@ -25,7 +26,9 @@ export function acceptJsonBodies(app: FastifyInstance): void {
     return parseJson(request, body, (error, parsed) => {
       // Fastify words a refused `__proto__` key as it words broken JSON, which this body is not.
       const poisoned = error && isValidJson(body);
-      done(poisoned ? new BadRequestError('The body holds a "__proto__" key, or "constructor" with "prototype" in it: such keys are refused, as they could change the objects the service builds from the body') : error, parsed);
+      if (poisoned) return done(new BadRequestError('The body holds a "__proto__" key, or "constructor" with "prototype" in it: such keys are refused, as they could change the objects the service builds from the body'));
+      const tooDeep = error ? null : excessNestingDetail(parsed, 'The body');
+      done(tooDeep ? new BadRequestError(tooDeep) : error, parsed);
     });
   });
 }
