@@ -3,8 +3,9 @@ import { BadRequestError } from '../errors.js';
 
 export const MIN_PASSWORD_LENGTH = 8;
 
+/** Characters are code points: "😀😀😀😀" is 4 of them, though 8 UTF-16 units (and passed as 8). */
 export function assertPasswordPolicy(password: string, field = 'password'): void {
-  if (password.length < MIN_PASSWORD_LENGTH) {
+  if ([...password].length < MIN_PASSWORD_LENGTH) {
     throw new BadRequestError(`${field} must be at least ${MIN_PASSWORD_LENGTH} characters`);
   }
 }

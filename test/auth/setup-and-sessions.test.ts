@@ -79,6 +79,8 @@ for (const backend of testBackends()) {
       const short = await app.inject({ method: 'POST', url: '/v1/auth/password', headers: { cookie: d }, payload: { current_password: ADMIN.password, new_password: 'short' } });
       t.equal(short.statusCode, 400);
       t.match(short.json().detail, /at least 8 characters/);
+      const emoji = await app.inject({ method: 'POST', url: '/v1/auth/password', headers: { cookie: d }, payload: { current_password: ADMIN.password, new_password: '\u{1F600}\u{1F600}\u{1F600}\u{1F600}' } });
+      t.equal(emoji.statusCode, 400, 'four emoji are four characters, though eight UTF-16 units');
       t.equal((await me(d)).statusCode, 200, 'failed changes revoke nothing');
 
       const changed = await app.inject({ method: 'POST', url: '/v1/auth/password', headers: { cookie: d }, payload: { current_password: ADMIN.password, new_password: 'brand new password' } });
