@@ -117,7 +117,10 @@ export class EmbeddingPresetService {
       model: input.model ?? (providerChanged ? undefined : current.model),
       dimension: input.dimension ?? (providerChanged || input.model !== undefined ? undefined : current.dimension),
       baseUrl,
-      hasApiKey: input.api_key === null ? undefined : apiKeySealed !== null,
+      // A preset may hold no key (a null api_key clears it; its collections then bring their own),
+      // so an update asks for one only with a new provider: it asked on every update of a cleared
+      // preset, a rename included, which could then not be made.
+      hasApiKey: providerChanged ? apiKeySealed !== null : undefined,
     }, PRESET_FIELD_NAMES);
     const name = input.name ?? current.name;
     const rows = await this.write(

@@ -123,6 +123,10 @@ for (const backend of testBackends()) {
       const cleared = await api.ok('PATCH', `${presets}/${presetId}`, { api_key: null });
       t.equal(cleared.has_api_key, false);
       t.equal(await storedSealedKey(presetId), null);
+      const renamedKeyless = await api.send('PATCH', `${presets}/${presetId}`, { name: 'openai-renamed-2' });
+      t.equal(renamedKeyless.statusCode, 200, `a preset without a key can still be updated: ${renamedKeyless.body}`);
+      t.equal((await api.ok('PATCH', `${presets}/${presetId}`, { name: 'openai-renamed' })).name, 'openai-renamed');
+      assertError(t, await api.send('PATCH', `${presets}/${presetId}`, { provider: 'voyage' }), 400, /api_key is required for provider voyage/, 'a new hosted provider needs its key');
       assertError(t, await api.send('POST', '/v1/collections', { name: 'keyless', embedding_preset_id: presetId }), 400, /embedding preset openai-renamed holds no key/);
       const withOwnKey = await api.createCollection({ name: 'own-key', embedding_preset_id: presetId, embedding_api_key: KEY });
       t.equal(withOwnKey.has_embedding_api_key, true, "a collection's own key stands in for the preset's");
