@@ -91,7 +91,10 @@ export async function createCollection(context: CollectionContext, deps: Collect
   const embedding = await deps.resolveEmbedding(input);
   deps.checkReranking(input.reranking_model ?? null, input.reranking_base_url ?? null, Boolean(input.reranking_api_key));
   const chunkSize = input.chunk_size ?? await deps.settings.get<number>('default_chunk_size');
-  const chunkOverlap = input.chunk_overlap ?? Math.min(await deps.settings.get<number>('default_chunk_overlap'), Math.floor(chunkSize / 2));
+  // The default overlap is below the default size (settings.service.ts); with a size of the
+  // collection's own it is kept to half of it. Halving it always changed a saved 900/850 pair to 450.
+  const defaultOverlap = await deps.settings.get<number>('default_chunk_overlap');
+  const chunkOverlap = input.chunk_overlap ?? (input.chunk_size === undefined ? defaultOverlap : Math.min(defaultOverlap, Math.floor(chunkSize / 2)));
   if (chunkOverlap >= chunkSize) throw new BadRequestError('chunk_overlap must be smaller than chunk_size');
   assertTenantFieldPath(input.tenant_field);
   assertValidJsonSchema(input.metadata_schema);

@@ -78,13 +78,11 @@ export class SettingsService {
       if (error) errors.push(error);
     }
     if (errors.length === 0 && ('default_chunk_size' in values || 'default_chunk_overlap' in values)) {
-      // As for a collection's own pair (collections.service.ts): new collections would otherwise
-      // be created with another overlap than the one saved.
-      const size = values.default_chunk_size ?? this.resolve('default_chunk_size').value;
-      const overlap = values.default_chunk_overlap ?? this.resolve('default_chunk_overlap').value;
-      if (typeof size === 'number' && typeof overlap === 'number' && overlap >= size) {
-        errors.push(`default_chunk_overlap (${overlap}) must be smaller than default_chunk_size (${size})`);
-      }
+      const pairError = chunkPairError(
+        values.default_chunk_size ?? this.resolve('default_chunk_size').value,
+        values.default_chunk_overlap ?? this.resolve('default_chunk_overlap').value,
+      );
+      if (pairError) errors.push(pairError);
     }
     return errors;
   }
@@ -104,8 +102,23 @@ export class SettingsService {
   async reset(em: EntityManager, keys: string[]): Promise<SettingView[]> {
     const unknown = keys.filter((key) => !SETTINGS_BY_KEY.has(key));
     if (unknown.length > 0) throw new BadRequestError(`Unknown setting: ${unknown.join(', ')}`);
+    await this.load();
+    // What a key resets to: the environment's value, else the default.
+    const afterReset = (key: string) => (keys.includes(key) ? this.environment.get(key) ?? SETTINGS_BY_KEY.get(key)!.default : this.resolve(key).value);
+    const pairError = chunkPairError(afterReset('default_chunk_size'), afterReset('default_chunk_overlap'));
+    if (pairError) throw new BadRequestError(`Resetting ${keys.join(', ')} would leave ${pairError}: reset both, or change the other first`);
     await em.nativeDelete(Setting, { key: { $in: keys } });
     await this.load();
     return this.list();
   }
+}
+
+/**
+ * The default chunk overlap must stay below the default chunk size, as a collection's own pair
+ * must (collections.service.ts): new collections would otherwise be created with another overlap
+ * than the one saved.
+ */
+function chunkPairError(size: unknown, overlap: unknown): string | null {
+  return typeof size === 'number' && typeof overlap === 'number' && overlap >= size
+    ? `default_chunk_overlap (${overlap}) must be smaller than default_chunk_size (${size})` : null;
 }

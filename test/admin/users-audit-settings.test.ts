@@ -366,6 +366,20 @@ for (const backend of testBackends()) {
       t.equal(response.statusCode, 200);
       t.match((response.json().data as SettingView[]).find((item) => item.key === 'query_cache_ttl_s'), { value: 60, source: 'default' });
       t.match(await setting('query_cache_ttl_s'), { value: 60, default: 60, source: 'default' });
+
+      // A saved pair of chunk defaults applies as saved, and a reset may not break it.
+      t.equal((await admin().patch('/v1/admin/settings', { values: { default_chunk_size: 900, default_chunk_overlap: 850 } })).statusCode, 200);
+      const defaults = await admin().post('/v1/collections', { name: 'saved-defaults' });
+      t.match(defaults.json(), { chunk_size: 900, chunk_overlap: 850 }, 'the overlap saved, not halved to 450');
+      const ownSize = await admin().post('/v1/collections', { name: 'own-size', chunk_size: 300 });
+      t.match(ownSize.json(), { chunk_size: 300, chunk_overlap: 150 }, 'with a size of its own, the default overlap is kept to half of it');
+      response = await admin().post('/v1/admin/settings/reset', { keys: ['default_chunk_size'] });
+      t.equal(response.statusCode, 400, 'resetting the size alone would leave 800 under an overlap of 850');
+      t.match(response.json().detail, /^Resetting default_chunk_size would leave default_chunk_overlap \(850\) must be smaller than default_chunk_size \(800\)/);
+      t.match(await setting('default_chunk_size'), { value: 900, source: 'database' }, 'nothing was reset');
+      response = await admin().post('/v1/admin/settings/reset', { keys: ['default_chunk_size', 'default_chunk_overlap'] });
+      t.equal(response.statusCode, 200, 'both together');
+      t.match(await setting('default_chunk_overlap'), { value: 100, source: 'default' });
     });
 
     await t.test('settings: session cookie attributes', async (t) => {
@@ -458,9 +472,9 @@ for (const backend of testBackends()) {
       t.equal(find('api_key.rotate').length, 1, 'the refused rotate of the viewer and the API key is not audited');
 
       const settingsUpdates = find('settings.update');
-      t.equal(settingsUpdates.length, 3, 'three successful PATCHes; refused ones are not audited');
+      t.equal(settingsUpdates.length, 4, 'four successful PATCHes; refused ones are not audited');
       t.ok(settingsUpdates.every((event) => event.actor_id === adminId && event.resource_type === 'settings'));
-      t.equal(find('settings.reset').length, 3, 'three successful resets; refused ones are not audited');
+      t.equal(find('settings.reset').length, 4, 'four successful resets; refused ones are not audited');
 
       // Order of events of one resource: its deletion is newer than its creation.
       const index = (event: AuditView | undefined) => events.indexOf(event!);
