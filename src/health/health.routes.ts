@@ -1,11 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { OPEN } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 
-export const healthRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
-  app.get('/health', { config: OPEN, schema: { tags: ['health'], summary: 'Liveness' } }, async () => ({ status: 'ok' }));
+const Liveness = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
+const Readiness = Type.Object({
+  status: Type.Literal('ready'),
+  database: Type.Union([Type.Literal('pglite'), Type.Literal('postgresql')], { description: 'the database backend' }),
+}, { additionalProperties: false });
 
-  app.get('/health/ready', { config: { ...OPEN, openapi: { errors: [503] } }, schema: { tags: ['health'], summary: 'Readiness: the database answers' } }, async (request, reply) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
+  app.get('/health', { config: { ...OPEN, openapi: { response: Liveness } }, schema: { tags: ['health'], summary: 'Liveness' } }, async () => ({ status: 'ok' }));
+
+  app.get('/health/ready', { config: { ...OPEN, openapi: { errors: [503], response: Readiness } }, schema: { tags: ['health'], summary: 'Readiness: the database answers' } }, async (request, reply) => {
     try {
       await services.db.ping();
       return { status: 'ready', database: services.db.kind };

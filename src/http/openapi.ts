@@ -25,6 +25,11 @@ interface OperationDocs {
   body?: TSchema;
   /** The route takes no body as an empty one (it fills it in before validation). */
   bodyOptional?: boolean;
+  /**
+   * The success body, documented only: a `schema.response` would make Fastify serialise through
+   * it, dropping what it does not list. Tests check real answers against it (openapi-responses).
+   */
+  response?: TSchema;
 }
 
 /**
@@ -79,16 +84,17 @@ function impliedErrors(method: string, route: RouteOptions, schema: FastifySchem
 }
 
 /**
- * Descriptions only, with no success body: a route's `schema.response` would make Fastify serialise
- * through it (and none declares one), so the statuses are documented here instead.
+ * The statuses, and the success body where the route documents one (`openapi.response`): a route's
+ * `schema.response` would make Fastify serialise through it, so they are documented here instead.
  */
 function responses(route: RouteOptions, schema: FastifySchema) {
   const method = [route.method].flat()[0] ?? 'GET';
   const docs = route.config?.openapi ?? {};
   const success = [docs.success ?? (method === 'DELETE' ? 204 : 200)].flat();
   const errors = [...new Set([...impliedErrors(method, route, schema), ...(docs.errors ?? [])])].sort((a, b) => a - b);
+  const successBody = (status: SuccessStatus) => (status !== 204 && docs.response ? docs.response : { type: 'null' });
   return {
-    ...Object.fromEntries(success.map((status) => [status, { type: 'null', description: SUCCESS_DESCRIPTIONS[status] }])),
+    ...Object.fromEntries(success.map((status) => [status, { ...successBody(status), description: SUCCESS_DESCRIPTIONS[status] }])),
     ...Object.fromEntries(errors.map((status) => [status, { $ref: '#/components/schemas/Error', description: ERROR_DESCRIPTIONS[status] ?? 'Error' }])),
   };
 }
