@@ -186,6 +186,8 @@ t.test('parseFilter rejects each class of bad input with a precise BadRequestErr
   rejects({ x: { $gt: true } }, 'Operator "$gt" on field "x" needs a number or a string');
   rejects({ x: { $lte: null } }, 'Operator "$lte" on field "x" needs a number or a string');
   rejects({ x: { $lt: [1] } }, 'Operator "$lt" on field "x" needs a number or a string');
+  rejects({ x: { $gt: Number.POSITIVE_INFINITY } }, 'Operator "$gt" on field "x" needs a finite number: 1e400 and the like are beyond a double');
+  rejects({ x: { $lte: Number.NEGATIVE_INFINITY } }, 'Operator "$lte" on field "x" needs a finite number: -1e400 and the like are beyond a double');
   rejects({ x: { $eq: { a: 1 } } }, 'Operator "$eq" on field "x" takes a string, number, boolean or null');
   rejects({ x: [1, 2] }, /takes a string, number, boolean or null \(use \{"\$in": \[\.\.\.\]\}/);
   rejects({ x: Number.NaN }, /takes a string/);

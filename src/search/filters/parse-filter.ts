@@ -106,9 +106,9 @@ class FilterParser {
       case '$lt':
       case '$lte':
         if (typeof value === 'string') assertEncodable(value, 'Filter strings');
-        else if (typeof value !== 'number' || !Number.isFinite(value)) {
-          throw new BadRequestError(`Operator "${operator}" on field "${field}" needs a number or a string`);
-        }
+        else if (typeof value !== 'number') throw new BadRequestError(`Operator "${operator}" on field "${field}" needs a number or a string`);
+        // Stored metadata holds no infinity (jsonb cannot), so such a bound could only match all or nothing.
+        else if (!Number.isFinite(value)) throw new BadRequestError(`Operator "${operator}" on field "${field}" needs a finite number: ${value > 0 ? '' : '-'}1e400 and the like are beyond a double`);
         return { operator, value };
       case '$in':
       case '$nin':
