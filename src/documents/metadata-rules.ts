@@ -90,7 +90,14 @@ export function tenantOf(collection: CollectionRecord, metadata: Record<string, 
   const value = valueAtPath(metadata, path);
   if (typeof value === 'string' && value !== '') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value !== undefined) throw new BadRequestError(unusableTenantDetail(`${where}.${field}`, value));
   throw new BadRequestError(`${where}.${field} is required: collection ${collection.name} separates tenants by "${field}"${nestedShapeHint(field, path, metadata)}`);
+}
+
+/** Why a value present under the tenant field names no tenant: it said the field was required. */
+export function unusableTenantDetail(where: string, value: unknown): string {
+  const kind = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : 'an empty string';
+  return `${where} must be a non-empty string, a number or a boolean, the tenant; it is ${kind}`;
 }
 
 /** For a dotted tenant field, the shape expected, and why a flat key of that name is not it. */

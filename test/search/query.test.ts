@@ -435,6 +435,12 @@ for (const backend of testBackends()) {
           const detail = await refused(t, response, 400, `${mode}: filters ${JSON.stringify(filters)}`);
           t.match(detail, /filters\.tenant\b/, `${mode}: the detail names the tenant field`);
         }
+        const objectTenant = await request('POST', '/v1/collections/tenants/vectors/upsert', { vectors: [{ id: 'odd', text: 'apple', embedding: atCosine(q, e, 0.5), metadata: { tenant: { id: 'a' } } }] });
+        t.match(await refused(t, objectTenant, 400, `${mode}: upsert with an object for the tenant`), /metadata\.tenant must be a non-empty string, a number or a boolean, the tenant; it is an object$/);
+        for (const [value, kind] of [['', 'an empty string'], [null, 'null'], [{ $eq: '' }, 'an empty string']] as const) {
+          const response = await request('POST', '/v1/collections/tenants/query', { query: 'apple', search_mode: mode, filters: { tenant: value } });
+          t.equal(await refused(t, response, 400, `${mode}: tenant ${JSON.stringify(value)}`), `filters.tenant must be a non-empty string, a number or a boolean, the tenant; it is ${kind}`, 'says what is wrong with it, not that it is missing');
+        }
         const bOnly = await query('tenants', { query: 'banana zebra', search_mode: mode, min_score: -1, filters: { tenant: 'a' } });
         t.ok(bOnly.results.every((result) => aIds.includes(result.id) && result.metadata.tenant === 'a'), `${mode}: b's text, tenant a: no b result`);
         if (mode === 'keyword') t.same(bOnly.results, [], 'keyword: a query matching only b is empty for a');
