@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { serializeApiKey } from '../auth/api-keys.service.js';
+import { ApiKeyPage, ApiKeyView, MintedApiKey } from '../auth/auth-response-schemas.js';
 import { requireActor } from '../http/authenticate.js';
 import { page, PageQuery } from '../http/pagination.js';
 import { ADMIN_SESSION } from '../http/route-access.js';
@@ -30,20 +31,20 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: AppService
   const { db, apiKeys } = services;
   const tags = ['admin: api keys'];
 
-  app.get('/v1/admin/api-keys', { config: ADMIN_SESSION, schema: { tags, querystring: PageQuery } }, async (request) => {
+  app.get('/v1/admin/api-keys', { config: { ...ADMIN_SESSION, openapi: { response: ApiKeyPage } }, schema: { tags, querystring: PageQuery } }, async (request) => {
     const { data, total } = await apiKeys.list(db.fork(), request.query.limit, request.query.offset);
     return page(data.map(serializeApiKey), total, request.query);
   });
 
-  app.post('/v1/admin/api-keys', { config: { ...ADMIN_SESSION, secretResponseFields: ['key'], openapi: { success: 201 } }, schema: { tags, summary: 'Mint a key; the plaintext `key` is in this response only', body: ApiKeyCreateBody } }, async (request, reply) => {
+  app.post('/v1/admin/api-keys', { config: { ...ADMIN_SESSION, secretResponseFields: ['key'], openapi: { success: 201, response: MintedApiKey } }, schema: { tags, summary: 'Mint a key; the plaintext `key` is in this response only', body: ApiKeyCreateBody } }, async (request, reply) => {
     const { record, key } = await apiKeys.create(db.fork(), requireActor(request), request.body);
     return reply.code(201).send({ ...serializeApiKey(record), key });
   });
 
-  app.get('/v1/admin/api-keys/:id', { config: ADMIN_SESSION, schema: { tags, params: IdParams } }, async (request) =>
+  app.get('/v1/admin/api-keys/:id', { config: { ...ADMIN_SESSION, openapi: { response: ApiKeyView } }, schema: { tags, params: IdParams } }, async (request) =>
     serializeApiKey(await apiKeys.get(db.fork(), request.params.id)));
 
-  app.patch('/v1/admin/api-keys/:id', { config: ADMIN_SESSION, schema: { tags, params: IdParams, body: ApiKeyUpdateBody } }, async (request) =>
+  app.patch('/v1/admin/api-keys/:id', { config: { ...ADMIN_SESSION, openapi: { response: ApiKeyView } }, schema: { tags, params: IdParams, body: ApiKeyUpdateBody } }, async (request) =>
     serializeApiKey(await apiKeys.update(db.fork(), requireActor(request), request.params.id, request.body)));
 
   app.delete('/v1/admin/api-keys/:id', { config: ADMIN_SESSION, schema: { tags, params: IdParams } }, async (request, reply) => {
@@ -51,7 +52,7 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: AppService
     return reply.code(204).send();
   });
 
-  app.post('/v1/admin/api-keys/:id/rotate', { config: { ...ADMIN_SESSION, secretResponseFields: ['key'] }, schema: { tags, summary: 'New plaintext key, once; the old one stops working', params: IdParams } }, async (request) => {
+  app.post('/v1/admin/api-keys/:id/rotate', { config: { ...ADMIN_SESSION, secretResponseFields: ['key'], openapi: { response: MintedApiKey } }, schema: { tags, summary: 'New plaintext key, once; the old one stops working', params: IdParams } }, async (request) => {
     const { record, key } = await apiKeys.rotate(db.fork(), requireActor(request), request.params.id);
     return { ...serializeApiKey(record), key };
   });

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { UserPage, UserView } from '../auth/auth-response-schemas.js';
 import { createUser, deleteUser, getUser, listUsers, serializeUser, updateUser } from '../auth/users.service.js';
 import { USER_ROLES } from '../db/entities/index.js';
 import { requireActor } from '../http/authenticate.js';
@@ -29,20 +30,20 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: AppServices 
   const { db } = services;
   const tags = ['admin: users'];
 
-  app.get('/v1/admin/users', { config: ADMIN_SESSION, schema: { tags, querystring: PageQuery } }, async (request) => {
+  app.get('/v1/admin/users', { config: { ...ADMIN_SESSION, openapi: { response: UserPage } }, schema: { tags, querystring: PageQuery } }, async (request) => {
     const { data, total } = await listUsers(db.fork(), request.query.limit, request.query.offset);
     return page(data.map(serializeUser), total, request.query);
   });
 
-  app.post('/v1/admin/users', { config: { ...ADMIN_SESSION, openapi: { success: 201 } }, schema: { tags, body: UserCreateBody } }, async (request, reply) => {
+  app.post('/v1/admin/users', { config: { ...ADMIN_SESSION, openapi: { success: 201, response: UserView } }, schema: { tags, body: UserCreateBody } }, async (request, reply) => {
     const user = await createUser(db.fork(), requireActor(request), request.body);
     return reply.code(201).send(serializeUser(user));
   });
 
-  app.get('/v1/admin/users/:id', { config: ADMIN_SESSION, schema: { tags, params: IdParams } }, async (request) =>
+  app.get('/v1/admin/users/:id', { config: { ...ADMIN_SESSION, openapi: { response: UserView } }, schema: { tags, params: IdParams } }, async (request) =>
     serializeUser(await getUser(db.fork(), request.params.id)));
 
-  app.patch('/v1/admin/users/:id', { config: ADMIN_SESSION, schema: { tags, params: IdParams, body: UserUpdateBody } }, async (request) =>
+  app.patch('/v1/admin/users/:id', { config: { ...ADMIN_SESSION, openapi: { response: UserView } }, schema: { tags, params: IdParams, body: UserUpdateBody } }, async (request) =>
     serializeUser(await updateUser(db.fork(), requireActor(request), request.params.id, request.body)));
 
   app.delete('/v1/admin/users/:id', { config: ADMIN_SESSION, schema: { tags, params: IdParams } }, async (request, reply) => {

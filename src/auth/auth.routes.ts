@@ -6,6 +6,7 @@ import type { AppServices } from '../services.js';
 import { User } from '../db/entities/index.js';
 import { NotFoundError } from '../errors.js';
 import { actorScopes, type UserActor } from './actor.js';
+import { LogoutAll, Preferences, SetupStatus, UserView, Whoami } from './auth-response-schemas.js';
 import { pinnedCollectionDeleted } from './api-keys.service.js';
 import { mergePreferences, preferencesPatchFromBody, readPreferences } from './preferences.service.js';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.js';
@@ -32,12 +33,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
   const { db, settings } = services;
   const tags = ['auth'];
 
-  app.get('/v1/auth/setup-status', { config: OPEN, schema: { tags, summary: 'Whether the first admin still has to be created' } }, async () => ({
+  app.get('/v1/auth/setup-status', { config: { ...OPEN, openapi: { response: SetupStatus } }, schema: { tags, summary: 'Whether the first admin still has to be created' } }, async () => ({
     needs_setup: await needsSetup(db.fork()),
   }));
 
   app.post('/v1/auth/setup', {
-    config: { ...OPEN, openapi: { success: 201, errors: [409] } },
+    config: { ...OPEN, openapi: { success: 201, errors: [409], response: UserView } },
     schema: { tags, summary: 'Create the first admin (first run only; 409 afterwards)', body: SetupBody },
     // After setup any call is a 409 (spec 3): checked before the body is parsed, so an invalid one is no 400.
     onRequest: async () => assertSetupPending(db.fork()),
@@ -48,7 +49,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
     return reply.code(201).send(serializeUser(user));
   });
 
-  app.post('/v1/auth/login', { config: { ...OPEN, openapi: { errors: [401] } }, schema: { tags, summary: 'Log in; sets the session cookie', body: Credentials } }, async (request, reply) => {
+  app.post('/v1/auth/login', { config: { ...OPEN, openapi: { errors: [401], response: UserView } }, schema: { tags, summary: 'Log in; sets the session cookie', body: Credentials } }, async (request, reply) => {
     const em = db.fork();
     const user = await authenticateUser(em, request.body.email, request.body.password);
     await setSessionCookie(reply, settings, await createSession(em, user.id, await settings.get<number>('session_ttl_hours')));
@@ -62,14 +63,14 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
     return reply.code(204).send();
   });
 
-  app.post('/v1/auth/logout-all', { config: SESSION, schema: { tags, summary: 'End every session of the current user' } }, async (request, reply) => {
+  app.post('/v1/auth/logout-all', { config: { ...SESSION, openapi: { response: LogoutAll } }, schema: { tags, summary: 'End every session of the current user' } }, async (request, reply) => {
     const actor = requireActor(request) as UserActor;
     const revoked = await revokeUserSessions(db.fork(), actor.userId);
     await clearSessionCookie(reply, settings);
     return reply.send({ revoked_sessions: revoked });
   });
 
-  app.get('/v1/auth/me', { config: { ...ANY_CALLER, openapi: { errors: [404] } }, schema: { tags, summary: 'The current user (for an API key: the admin who created it)' } }, async (request) => {
+  app.get('/v1/auth/me', { config: { ...ANY_CALLER, openapi: { errors: [404], response: UserView } }, schema: { tags, summary: 'The current user (for an API key: the admin who created it)' } }, async (request) => {
     const actor = requireActor(request);
     const em = db.fork();
     const userId = actor.kind === 'user' ? actor.userId : actor.createdBy;
@@ -78,7 +79,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
     return serializeUser(user);
   });
 
-  app.get('/v1/auth/whoami', { config: ANY_CALLER, schema: { tags, summary: 'Identity, auth method and, for API keys, scopes and pin' } }, async (request) => {
+  app.get('/v1/auth/whoami', { config: { ...ANY_CALLER, openapi: { response: Whoami } }, schema: { tags, summary: 'Identity, auth method and, for API keys, scopes and pin' } }, async (request) => {
     const actor = requireActor(request);
     if (actor.kind === 'user') {
       return { auth_method: 'session', user: { id: actor.userId, email: actor.email, role: actor.role }, scopes: actorScopes(actor), collection: null, collection_deleted: false };
@@ -93,7 +94,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
     };
   });
 
-  app.post('/v1/auth/password', { config: SESSION, schema: { tags, summary: 'Change password: revokes every session and sets a fresh cookie', body: PasswordBody } }, async (request, reply) => {
+  app.post('/v1/auth/password', { config: { ...SESSION, openapi: { response: UserView } }, schema: { tags, summary: 'Change password: revokes every session and sets a fresh cookie', body: PasswordBody } }, async (request, reply) => {
     const actor = requireActor(request) as UserActor;
     const em = db.fork();
     const user = await changePassword(em, actor, request.body.current_password, request.body.new_password);
@@ -101,13 +102,13 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
     return serializeUser(user);
   });
 
-  app.get('/v1/auth/preferences', { config: SESSION, schema: { tags, summary: 'Preferences of the current user' } }, async (request) => {
+  app.get('/v1/auth/preferences', { config: { ...SESSION, openapi: { response: Preferences } }, schema: { tags, summary: 'Preferences of the current user' } }, async (request) => {
     const actor = requireActor(request) as UserActor;
     return { data: await readPreferences(db.fork(), actor.userId) };
   });
 
   app.put('/v1/auth/preferences', {
-    config: SESSION,
+    config: { ...SESSION, openapi: { response: Preferences } },
     schema: { tags, summary: 'Deep-merge preferences (body `{data}` or a bare object)', body: Type.Object({}, { additionalProperties: true }) },
   }, async (request) => {
     const actor = requireActor(request) as UserActor;

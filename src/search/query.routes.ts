@@ -7,6 +7,7 @@ import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { DEFAULT_RRF_K, queryCollection, type QueryResponse } from './collection-query.js';
 import { BatchQueryBody, CollectionQueryBody, MultiCollectionQueryBody } from './query-request.js';
+import { BatchQueryResponse, CollectionQueryResponse, MultiCollectionQueryResponse } from './query-response-schemas.js';
 import { reciprocalRankFusion } from './reciprocal-rank-fusion.js';
 
 export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
@@ -14,7 +15,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   const tags = ['query'];
 
   app.post('/v1/collections/:name/query', {
-    config: { ...scope('query:read'), acceptsUnstorableValues: true },
+    config: { ...scope('query:read'), acceptsUnstorableValues: true, openapi: { response: CollectionQueryResponse } },
     schema: { tags, summary: 'Query one collection (semantic, keyword or hybrid)', params: NameParams, body: CollectionQueryBody },
   }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
@@ -22,7 +23,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   });
 
   app.post('/v1/query', {
-    config: { ...scope('query:read'), acceptsUnstorableValues: true },
+    config: { ...scope('query:read'), acceptsUnstorableValues: true, openapi: { response: MultiCollectionQueryResponse } },
     schema: { tags, summary: 'Query several collections; results are fused by RRF and name their collection', body: MultiCollectionQueryBody },
   }, async (request) => {
     const started = performance.now();
@@ -55,7 +56,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   });
 
   app.post('/v1/batch/query', {
-    config: { ...scope('query:read'), acceptsUnstorableValues: true },
+    config: { ...scope('query:read'), acceptsUnstorableValues: true, openapi: { response: BatchQueryResponse } },
     schema: { tags, summary: 'Several queries in one request; each item answers or carries its own error', body: BatchQueryBody },
   }, async (request) => {
     const actor = requireActor(request);

@@ -6,6 +6,7 @@ import { requireActor } from '../http/authenticate.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { usageReport } from './usage-report.js';
+import { UsageReport } from './usage-response-schema.js';
 
 /** Spec 8: `window_days` is an integer from 1 to 365, 30 by default. */
 const WindowQuery = Type.Object({ window_days: Type.Integer({ minimum: 1, maximum: 365, default: 30 }) }, { additionalProperties: false });
@@ -20,7 +21,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   };
 
   app.get('/v1/usage', {
-    config: scope('audit:read'),
+    config: { ...scope('audit:read'), openapi: { response: UsageReport } },
     schema: { tags, summary: 'Usage over the trailing window; a pinned key sees its collection only', querystring: WindowQuery },
   }, async (request) => {
     const pin = pinnedCollection(requireActor(request));
@@ -31,7 +32,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   });
 
   app.get('/v1/status/usage', {
-    config: scope('audit:read', { refusePinned: true }),
+    config: { ...scope('audit:read', { refusePinned: true }), openapi: { response: UsageReport } },
     schema: { tags, summary: 'The usage report of the whole instance (refused for pinned keys)', querystring: WindowQuery },
   }, async (request) => report(request.query.window_days));
 };

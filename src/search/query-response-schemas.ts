@@ -1,0 +1,110 @@
+/**
+ * The documented answers of the query routes (spec 2.6, api-contract 5), as built by
+ * collection-query.ts (QueryResponse, QueryResult, QueryTimings) and query.routes.ts. Documentation
+ * only: Fastify does not serialise through them (see `openapi.response` in src/http/openapi.ts).
+ */
+import { Type } from 'typebox';
+import { SEARCH_MODES } from '../db/entities/index.js';
+import { literalUnion } from '../http/literal-union.js';
+
+/** An image shown beside a result with `multimodal: true` (MultimodalElement of multimodal-elements.ts). */
+const MultimodalElement = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  type: Type.Literal('image'),
+  text: Type.String({ description: 'the text the image stands for in its document (alt text, OCR)' }),
+  page: Type.Union([Type.Integer(), Type.Null()], { description: 'the page of a PDF; null for other formats' }),
+  heading_path: Type.Array(Type.String(), { description: 'the headings the image sits under' }),
+  content_type: Type.Union([Type.String(), Type.Null()]),
+  caption: Type.Union([Type.String(), Type.Null()], { description: 'the generated caption, when a captioning model is configured' }),
+  content_url: Type.String({ description: 'path of the stored picture' }),
+}, { additionalProperties: false });
+
+const queryResultFields = {
+  id: Type.String({ description: 'the chunk id (a raw vector keeps the id it was upserted with)' }),
+  document_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'null for a raw vector' }),
+  chunk_index: Type.Integer({ minimum: 0 }),
+  text: Type.String(),
+  score: Type.Number({ description: 'the score the results are ordered by: cosine (semantic), BM25 (keyword), scaled RRF (hybrid), or the reranker\'s' }),
+  scores: Type.Object({
+    semantic: Type.Optional(Type.Number()),
+    keyword: Type.Optional(Type.Number()),
+    rerank: Type.Optional(Type.Number()),
+  }, { additionalProperties: false, description: 'the score of each list the result was found in, and the reranker\'s' }),
+  metadata: Type.Record(Type.String(), Type.Unknown(), { description: 'the chunk\'s metadata, as uploaded or upserted' }),
+  collection: Type.String(),
+  multimodal_elements: Type.Optional(Type.Array(MultimodalElement, { description: 'with `multimodal: true`: the images of the result\'s page or section' })),
+};
+
+/** One result of a query (QueryResult of collection-query.ts). */
+export const QueryResult = Type.Object(queryResultFields, { additionalProperties: false });
+
+/** A result of a multi-collection query: its `score` is the fused one, its collection's own beside it. */
+const FusedQueryResult = Type.Object({
+  ...queryResultFields,
+  score: Type.Number({ description: 'the RRF score across the collections, scaled so that rank 1 of any collection is 1.0' }),
+  collection_score: Type.Number({ description: 'the score within its own collection' }),
+}, { additionalProperties: false });
+
+/** What each stage took; a stage that did not run is absent. */
+const StageTimings = Type.Object({
+  embedding_ms: Type.Optional(Type.Number()),
+  semantic_ms: Type.Optional(Type.Number()),
+  keyword_ms: Type.Optional(Type.Number()),
+  fusion_ms: Type.Optional(Type.Number()),
+  fetch_ms: Type.Number(),
+  rerank_ms: Type.Optional(Type.Number()),
+  total_ms: Type.Number(),
+}, { additionalProperties: false });
+
+/** A cached answer times its lookup only: the stored stage timings would add up to more than it. */
+const CachedTimings = Type.Object({
+  total_ms: Type.Number(),
+  cached: Type.Literal(true),
+}, { additionalProperties: false });
+
+const QueryTimings = Type.Union([StageTimings, CachedTimings], { description: 'milliseconds per stage, or of the cache lookup for a cached answer' });
+
+/** POST /v1/collections/{name}/query (QueryResponse of collection-query.ts). */
+export const CollectionQueryResponse = Type.Object({
+  results: Type.Array(QueryResult),
+  query: Type.String(),
+  collection: Type.String(),
+  search_mode: literalUnion(SEARCH_MODES, { description: 'the mode that ran: the request\'s, else the collection\'s default' }),
+  total: Type.Integer({ minimum: 0, description: 'the number of results returned' }),
+  timings: QueryTimings,
+}, { additionalProperties: false });
+
+/** POST /v1/query: results of several collections fused by rank. */
+export const MultiCollectionQueryResponse = Type.Object({
+  results: Type.Array(FusedQueryResult),
+  query: Type.String(),
+  collection: Type.Null(),
+  collections: Type.Array(Type.String(), { description: 'the collections queried, each once' }),
+  total: Type.Integer({ minimum: 0 }),
+  timings: Type.Object({
+    total_ms: Type.Number(),
+    per_collection: Type.Record(Type.String(), QueryTimings, { description: 'the timings of each collection\'s query, by collection name' }),
+  }, { additionalProperties: false }),
+}, { additionalProperties: false });
+
+const BatchQueryAnswer = Type.Object({
+  collection: Type.String(),
+  query: Type.String(),
+  results: Type.Array(QueryResult),
+  total: Type.Integer({ minimum: 0 }),
+  timings: QueryTimings,
+}, { additionalProperties: false });
+
+const BatchQueryError = Type.Object({
+  collection: Type.String(),
+  query: Type.String(),
+  error: Type.Object({
+    status: Type.Integer({ description: 'the status the query alone would have answered' }),
+    detail: Type.String(),
+  }, { additionalProperties: false }),
+}, { additionalProperties: false });
+
+/** POST /v1/batch/query: one entry per item, in order (api-contract 5). */
+export const BatchQueryResponse = Type.Object({
+  results: Type.Array(Type.Union([BatchQueryAnswer, BatchQueryError]), { description: 'each item\'s answer, or its error (an unknown collection is an item error)' }),
+}, { additionalProperties: false });
