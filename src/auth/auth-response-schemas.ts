@@ -4,12 +4,12 @@
  * api-keys.service.ts), whoami and the small auth answers. Documentation only: Fastify does not
  * serialise through them (see `openapi.response` in src/http/openapi.ts).
  */
-import { Type, type TSchema } from 'typebox';
+import { Type } from 'typebox';
 import { USER_ROLES } from '../db/entities/index.js';
 import { literalUnion } from '../http/literal-union.js';
+import { Nullable, PageOf, Timestamp } from '../http/response-schemas.js';
 
 const Role = literalUnion(USER_ROLES);
-const Timestamp = Type.String({ format: 'date-time' });
 const Scopes = Type.Array(Type.String(), { description: '`resource:action`, `*` for any' });
 
 /** A user as every route shows one: never the password hash or the preferences. */
@@ -30,8 +30,8 @@ const apiKeyFields = {
   collection: Type.Union([Type.String(), Type.Null()], { description: 'the collection the key is pinned to; null: not pinned' }),
   collection_deleted: Type.Boolean({ description: 'the pinned collection was deleted: the key is refused until it is pinned again or unpinned' }),
   active: Type.Boolean(),
-  expires_at: Type.Union([Timestamp, Type.Null()]),
-  last_used_at: Type.Union([Timestamp, Type.Null()]),
+  expires_at: Nullable(Timestamp),
+  last_used_at: Nullable(Timestamp),
   created_by: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'the user who minted the key' }),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -47,16 +47,8 @@ export const MintedApiKey = Type.Object({
   key_shown_once: Type.Optional(Type.Literal(true, { description: 'in a replayed answer: the key was shown in the first one only' })),
 }, { additionalProperties: false });
 
-/** A page of a list (page() of src/http/pagination.ts). */
-const pageOf = <Item extends TSchema>(item: Item) => Type.Object({
-  data: Type.Array(item),
-  total: Type.Integer({ minimum: 0, description: 'the number of items in the whole list' }),
-  limit: Type.Integer({ minimum: 1 }),
-  offset: Type.Integer({ minimum: 0 }),
-}, { additionalProperties: false });
-
-export const UserPage = pageOf(UserView);
-export const ApiKeyPage = pageOf(ApiKeyView);
+export const UserPage = PageOf(UserView);
+export const ApiKeyPage = PageOf(ApiKeyView);
 
 export const SetupStatus = Type.Object({
   needs_setup: Type.Boolean({ description: 'no user exists yet: POST /v1/auth/setup creates the first admin' }),

@@ -7,6 +7,7 @@ import { truncateCollection } from '../documents/document-removal.js';
 import type { AppServices } from '../services.js';
 import { recordAudit } from '../audit/audit.service.js';
 import { CollectionCreateBody, CollectionUpdateBody, CollectionUpdateFields } from './collection-input.js';
+import { CollectionAnalyticsView, CollectionList, CollectionStatsView, CollectionView, TruncateResult } from './collection-response-schemas.js';
 import { collectionAnalytics, collectionStats } from './collection-stats.js';
 import {
   assertUpdatableFields, createCollection, deleteCollection, findCollection, listCollections, serializeCollection, updateCollection,
@@ -20,21 +21,21 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
   const { db, collectionDependencies: deps } = services;
   const tags = ['collections'];
 
-  app.get('/v1/collections', { config: scope('collection:read'), schema: { tags, querystring: ListQuery } }, async (request) => {
+  app.get('/v1/collections', { config: { ...scope('collection:read'), openapi: { response: CollectionList } }, schema: { tags, querystring: ListQuery } }, async (request) => {
     const { data, total } = await listCollections(db.fork(), requireActor(request), request.query);
     return page(data.map(serializeCollection), total, request.query);
   });
 
-  app.post('/v1/collections', { config: { ...scope('collection:write'), openapi: { success: 201 } }, schema: { tags, body: CollectionCreateBody } }, async (request, reply) => {
+  app.post('/v1/collections', { config: { ...scope('collection:write'), openapi: { success: 201, response: CollectionView } }, schema: { tags, body: CollectionCreateBody } }, async (request, reply) => {
     const collection = await createCollection({ em: db.fork(), actor: requireActor(request) }, deps, request.body);
     return reply.code(201).send(serializeCollection(collection));
   });
 
-  app.get('/v1/collections/:name', { config: scope('collection:read'), schema: { tags, params: NameParams } }, async (request) =>
+  app.get('/v1/collections/:name', { config: { ...scope('collection:read'), openapi: { response: CollectionView } }, schema: { tags, params: NameParams } }, async (request) =>
     serializeCollection(await findCollection(services.collections, requireActor(request), request.params.name)));
 
   app.patch('/v1/collections/:name', {
-    config: { ...scope('collection:write'), openapi: { body: CollectionUpdateFields } },
+    config: { ...scope('collection:write'), openapi: { body: CollectionUpdateFields, response: CollectionView } },
     schema: { tags, summary: 'Update the updatable fields; any other field is a 400 naming it', params: NameParams, body: CollectionUpdateBody },
   }, async (request) => {
     const input = assertUpdatableFields(request.body as Record<string, unknown>);
@@ -46,7 +47,7 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
     return reply.code(204).send();
   });
 
-  app.post('/v1/collections/:name/truncate', { config: scope('collection:delete'), schema: { tags, summary: 'Delete every document and vector, keep the collection', params: NameParams } }, async (request) => {
+  app.post('/v1/collections/:name/truncate', { config: { ...scope('collection:delete'), openapi: { response: TruncateResult } }, schema: { tags, summary: 'Delete every document and vector, keep the collection', params: NameParams } }, async (request) => {
     const em = db.fork();
     const actor = requireActor(request);
     const collection = await findCollection(services.collections, actor, request.params.name);
@@ -56,13 +57,13 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
     return { deleted_documents: deleted };
   });
 
-  app.get('/v1/collections/:name/stats', { config: scope('collection:read'), schema: { tags, params: NameParams } }, async (request) => {
+  app.get('/v1/collections/:name/stats', { config: { ...scope('collection:read'), openapi: { response: CollectionStatsView } }, schema: { tags, params: NameParams } }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const embedding = { provider: collection.embeddingProvider, model: collection.embeddingModel, ...await services.embeddingUsage.forCollection(collection.id) };
     return { ...await collectionStats(services.sql, services.indexes.vectorStore, collection), embedding };
   });
 
-  app.get('/v1/collections/:name/analytics', { config: scope('collection:read'), schema: { tags, params: NameParams, querystring: WindowQuery } }, async (request) => {
+  app.get('/v1/collections/:name/analytics', { config: { ...scope('collection:read'), openapi: { response: CollectionAnalyticsView } }, schema: { tags, params: NameParams, querystring: WindowQuery } }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     await services.queryRuntime.events.flushBeforeRead();
     return collectionAnalytics(services.sql, collection, request.query.window_days);

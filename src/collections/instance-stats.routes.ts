@@ -4,11 +4,12 @@ import { embeddingCatalog } from '../embedding/embedding-catalog.js';
 import { page, PageQuery } from '../http/pagination.js';
 import { ANY_CALLER, ANY_UNPINNED_CALLER } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
+import { EmbeddingModelList, InstanceStatsView } from './collection-response-schemas.js';
 
 export const instanceStatsRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
   const { sql } = services;
 
-  app.get('/v1/stats', { config: ANY_UNPINNED_CALLER, schema: { tags: ['stats'], summary: 'Instance-wide statistics (refused for pinned keys)' } }, async () => {
+  app.get('/v1/stats', { config: { ...ANY_UNPINNED_CALLER, openapi: { response: InstanceStatsView } }, schema: { tags: ['stats'], summary: 'Instance-wide statistics (refused for pinned keys)' } }, async () => {
     type Counts = { collections: string | number; chunks: string | number; files: string | number; text: string | number; vectors: string | number; queries: string | number };
     // Storage as collection stats and /v1/usage count it (files, chunk text, float32 vectors), where it was the files alone.
     const [counts] = await sql<Counts>(
@@ -45,7 +46,7 @@ export const instanceStatsRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   });
 
   app.get('/v1/embeddings/models', {
-    config: ANY_CALLER,
+    config: { ...ANY_CALLER, openapi: { response: EmbeddingModelList } },
     schema: { tags: ['stats'], summary: 'Embedding models this installation offers, with dimensions and rate-card prices', querystring: PageQuery },
   }, async (request) => {
     const { limit, offset } = request.query;

@@ -15,6 +15,7 @@ import {
 import { admitFiles, intakeRuntime, parseOnDuplicate, type AdmittedFile } from './document-intake.js';
 import { removalRuntime } from './document-removal.js';
 import { parseMetadataField } from './metadata-rules.js';
+import { BatchStatusView, BatchView, NewBatchView } from './document-response-schemas.js';
 
 const BatchParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
 
@@ -23,7 +24,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   const tags = ['documents'];
 
   app.post('/v1/collections/:name/documents/batch', {
-    config: { ...scope('document:upload'), openapi: { success: 202, body: BatchUploadForm } },
+    config: { ...scope('document:upload'), openapi: { success: 202, body: BatchUploadForm, response: NewBatchView } },
     schema: {
       tags, params: NameParams, consumes: ['multipart/form-data'],
       summary: 'Upload several files (multipart `file` parts, optional `metadata` and `on_duplicate` for all); 202 with one result per file, refused files included',
@@ -56,7 +57,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   });
 
   app.get('/v1/collections/:name/batches/:id', {
-    config: scope('document:read'),
+    config: { ...scope('document:read'), openapi: { response: BatchView } },
     schema: { tags, params: BatchParams, summary: 'A batch with the current record of each of its files, in upload order' },
   }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
@@ -64,7 +65,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   });
 
   app.get('/v1/collections/:name/batches/:id/status', {
-    config: scope('document:read'),
+    config: { ...scope('document:read'), openapi: { response: BatchStatusView } },
     schema: { tags, params: BatchParams, summary: '`{batch_id, total, by_status, done}`' },
   }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);

@@ -20,6 +20,7 @@ import { ELEMENT_COLUMNS, openElementContent, serializeElement, type ElementRow 
 import { reprocessCollection, reprocessDocument } from './reprocessing.js';
 import { parseMetadataField } from './metadata-rules.js';
 import { literalUnion } from '../http/literal-union.js';
+import { AdmittedDocumentView, ChunkList, CollectionReprocessResult, DocumentList, DocumentView, ElementList } from './document-response-schemas.js';
 
 const DocumentParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
 const ElementParams = Type.Object({ ...DocumentParams.properties, element_id: Type.String({ format: 'uuid' }) });
@@ -49,7 +50,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
   const tags = ['documents'];
 
   app.post('/v1/collections/:name/documents', {
-    config: { ...scope('document:upload'), openapi: { success: [202, 200], body: SingleUploadForm } },
+    config: { ...scope('document:upload'), openapi: { success: [202, 200], body: SingleUploadForm, response: AdmittedDocumentView } },
     schema: {
       tags, params: NameParams, consumes: ['multipart/form-data'],
       summary: 'Upload one file (multipart `file`, optional `metadata` JSON string and `on_duplicate`: skip | replace | keep); 202 with the pending document, 200 with the existing one when skipped as a duplicate',
@@ -73,7 +74,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     }
   });
 
-  app.get('/v1/collections/:name/documents', { config: scope('document:read'), schema: { tags, params: NameParams, querystring: ListQuery } }, async (request) => {
+  app.get('/v1/collections/:name/documents', { config: { ...scope('document:read'), openapi: { response: DocumentList } }, schema: { tags, params: NameParams, querystring: ListQuery } }, async (request) => {
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const query = { ...request.query, filter: metadataFilterParameter(request.query.filters), sort: request.query.sort ?? 'created_at', order: request.query.order ?? 'desc' } as const;
@@ -81,7 +82,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     return page(data.map((document) => serializeDocument(document, collection.name)), total, request.query);
   });
 
-  app.get('/v1/collections/:name/documents/:id', { config: scope('document:read'), schema: { tags, params: DocumentParams } }, async (request) => {
+  app.get('/v1/collections/:name/documents/:id', { config: { ...scope('document:read'), openapi: { response: DocumentView } }, schema: { tags, params: DocumentParams } }, async (request) => {
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     return serializeDocument(await getDocument(em, collection, request.params.id), collection.name);
@@ -95,7 +96,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     return reply.code(204).send();
   });
 
-  app.get('/v1/collections/:name/documents/:id/chunks', { config: scope('document:read'), schema: { tags, params: DocumentParams, querystring: PageQuery } }, async (request) => {
+  app.get('/v1/collections/:name/documents/:id/chunks', { config: { ...scope('document:read'), openapi: { response: ChunkList } }, schema: { tags, params: DocumentParams, querystring: PageQuery } }, async (request) => {
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);
@@ -107,7 +108,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     return page(rows.map((row) => ({ ...row, document_id: document.id, collection: collection.name })), Number(count?.total ?? 0), request.query);
   });
 
-  app.get('/v1/collections/:name/documents/:id/elements', { config: scope('document:read'), schema: { tags, params: DocumentParams, querystring: PageQuery } }, async (request) => {
+  app.get('/v1/collections/:name/documents/:id/elements', { config: { ...scope('document:read'), openapi: { response: ElementList } }, schema: { tags, params: DocumentParams, querystring: PageQuery } }, async (request) => {
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);
@@ -133,7 +134,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
   });
 
   app.post('/v1/collections/:name/documents/:id/reprocess', {
-    config: { ...scope('document:upload'), openapi: { success: 202 } },
+    config: { ...scope('document:upload'), openapi: { success: 202, response: DocumentView } },
     schema: { tags, params: DocumentParams, summary: 'Parse, chunk and embed the document again from its stored original; 202 with the pending document' },
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
@@ -142,7 +143,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
   });
 
   app.post('/v1/collections/:name/reprocess', {
-    config: { ...scope('document:upload'), openapi: { success: 202 } },
+    config: { ...scope('document:upload'), openapi: { success: 202, response: CollectionReprocessResult } },
     schema: { tags, params: NameParams, summary: 'Reprocess every ready or failed document of the collection (after a chunking change); 202 `{queued, skipped}`' },
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
@@ -150,7 +151,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
   });
 
   app.get('/v1/documents/:id', {
-    config: scope('document:read'),
+    config: { ...scope('document:read'), openapi: { response: DocumentView } },
     schema: { tags, summary: 'Global document lookup; a pinned key only sees documents of its collection', params: Type.Object({ id: Type.String({ format: 'uuid' }) }) },
   }, async (request) => {
     const em = db.fork();

@@ -11,6 +11,7 @@ import { isRefused, receiveMultipartFiles, removeReceived, type ReceivedFile } f
 import { SessionFilesForm } from './upload-forms.js';
 import { addSessionFiles, assertOpen, cancelSession, completeSession, createSession, findSession, sessionView } from './upload-sessions.service.js';
 import { literalUnion } from '../http/literal-union.js';
+import { CompletedUploadSessionView, UploadSessionView } from './upload-session-response-schemas.js';
 
 const SessionParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
 const SessionCreateBody = Type.Object({
@@ -23,7 +24,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   const tags = ['upload sessions'];
 
   app.post('/v1/collections/:name/uploads', {
-    config: { ...scope('document:upload'), openapi: { success: 201, bodyOptional: true } },
+    config: { ...scope('document:upload'), openapi: { success: 201, bodyOptional: true, response: UploadSessionView } },
     schema: { tags, params: NameParams, body: SessionCreateBody, summary: 'Open an upload session (optional JSON body `{metadata, on_duplicate}`); 201' },
     // The body is optional: no body is an empty one.
     preValidation: async (request) => {
@@ -37,7 +38,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   });
 
   app.put('/v1/collections/:name/uploads/:id/files', {
-    config: { ...scope('document:upload'), openapi: { body: SessionFilesForm } },
+    config: { ...scope('document:upload'), openapi: { body: SessionFilesForm, response: UploadSessionView } },
     schema: {
       tags, params: SessionParams, consumes: ['multipart/form-data'],
       summary: 'Add files (multipart `file` parts, streamed to storage). All or nothing: one refused file (415, 413, empty) refuses the request',
@@ -69,7 +70,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   });
 
   app.post('/v1/collections/:name/uploads/:id/complete', {
-    config: { ...scope('document:upload'), openapi: { success: 202 } },
+    config: { ...scope('document:upload'), openapi: { success: 202, response: CompletedUploadSessionView } },
     schema: { tags, params: SessionParams, summary: 'Turn the files into documents, in one batch; 202 with the session and one result per file' },
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
@@ -79,7 +80,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   });
 
   app.get('/v1/collections/:name/uploads/:id', {
-    config: scope('document:read'),
+    config: { ...scope('document:read'), openapi: { response: UploadSessionView } },
     schema: { tags, params: SessionParams, summary: 'The session: status, files and, once completed, its batch' },
   }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);

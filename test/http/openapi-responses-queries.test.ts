@@ -6,7 +6,7 @@
  */
 import type { InjectOptions } from 'fastify';
 import t, { type Test } from 'tap';
-import { buildPng } from '../support/document-fixtures.js';
+import { harbourAtlasHtml } from '../support/document-fixtures.js';
 import { documentedResponses } from '../support/openapi-responses.js';
 import { ADMIN, bearer, buildTestApp, createTestCollection, multipartUpload, sessionCookieOf, testBackends, waitForIngestion } from '../support/test-app.js';
 
@@ -16,12 +16,7 @@ const HARBOUR = [
   'Fishing boats return to the marina before the evening tide.',
 ].join('\n\n');
 
-/** An HTML page with a picture in its Diagrams section, so that `multimodal: true` has an image to add. */
-const ATLAS = `<!doctype html><html><head><title>Harbour atlas</title></head><body>
-<h1>Harbour atlas</h1>
-<h2>Diagrams</h2><p>The quay layout shows where cranes unload the container ships.</p>
-<img alt="quay layout" src="data:image/png;base64,${buildPng(32, 24).toString('base64')}">
-</body></html>`;
+const ATLAS = harbourAtlasHtml();
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {

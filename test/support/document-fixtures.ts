@@ -275,3 +275,10 @@ export const sampleJsonl = [
   '',
   '{"level":"warn","message":"fog warning","visibility_m":150}',
 ].join('\n');
+
+/** An HTML page with a picture in its Diagrams section: a multimodal collection lists it as an image element. */
+export const harbourAtlasHtml = () => `<!doctype html><html><head><title>Harbour atlas</title></head><body>
+<h1>Harbour atlas</h1>
+<h2>Diagrams</h2><p>The quay layout shows where cranes unload the container ships.</p>
+<img alt="quay layout" src="data:image/png;base64,${buildPng(32, 24).toString('base64')}">
+</body></html>`;

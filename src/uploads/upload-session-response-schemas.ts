@@ -1,0 +1,44 @@
+/**
+ * Success bodies of the upload session routes, as the OpenAPI document shows them
+ * (`config.openapi.response`: documentation only, checked against real answers by
+ * test/http/openapi-responses-documents.test.ts). They mirror `sessionView`.
+ */
+import { Type } from 'typebox';
+import { AdmittedDocumentView } from '../documents/document-response-schemas.js';
+import { ON_DUPLICATE } from '../documents/document-intake.js';
+import { literalUnion } from '../http/literal-union.js';
+import { Nullable, Timestamp } from '../http/response-schemas.js';
+
+
+const sessionFields = {
+  id: Type.String({ format: 'uuid' }),
+  collection: Type.String(),
+  status: literalUnion(['open', 'completing', 'completed', 'cancelled'] as const, {
+    description: 'open, then completing while its documents are ingested and completed once every one is ready or failed; or cancelled',
+  }),
+  metadata: Type.Record(Type.String(), Type.Unknown(), { description: 'metadata of every document the session creates' }),
+  on_duplicate: literalUnion(ON_DUPLICATE),
+  batch_id: Nullable(Type.String({ format: 'uuid', description: 'the batch of its documents, once completed' })),
+  file_count: Type.Integer(),
+  total_bytes: Type.Integer(),
+  files: Type.Array(Type.Object({
+    id: Type.String({ format: 'uuid' }),
+    filename: Type.String(),
+    content_type: Type.String(),
+    size_bytes: Type.Integer(),
+    sha256: Type.String(),
+    document_id: Nullable(Type.String({ format: 'uuid', description: 'the document made of the file, once completed' })),
+    created_at: Timestamp,
+  }, { additionalProperties: false }), { description: 'in the order they were added; removed when the session is cancelled' }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  completed_at: Nullable(Timestamp),
+};
+
+export const UploadSessionView = Type.Object(sessionFields, { additionalProperties: false });
+
+/** POST .../uploads/{id}/complete: the session and one result per file, in the order they were added. */
+export const CompletedUploadSessionView = Type.Object({
+  ...sessionFields,
+  documents: Type.Array(AdmittedDocumentView),
+}, { additionalProperties: false });
