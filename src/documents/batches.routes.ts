@@ -12,9 +12,8 @@ import {
   admittedEntry, batchDetails, batchStatus, deleteBatch, discardBatch, findBatch, newBatchId, openBatch, recordBatchFiles, refusedEntry,
   serializeNewBatch, type BatchEntry,
 } from './batches.service.js';
-import { admitFiles, intakeRuntime, parseOnDuplicate, type AdmittedFile } from './document-intake.js';
+import { admitFiles, intakeRuntime, parseIntakeFields, type AdmittedFile } from './document-intake.js';
 import { removalRuntime } from './document-removal.js';
-import { parseMetadataField } from './metadata-rules.js';
 import { BatchStatusView, BatchView, NewBatchView } from './document-response-schemas.js';
 
 const BatchParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
@@ -39,8 +38,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
     const batchId = newBatchId();
     let admitted: AdmittedFile[];
     try {
-      const metadata = parseMetadataField(fields.metadata);
-      const onDuplicate = parseOnDuplicate(fields.on_duplicate);
+      const { metadata, onDuplicate } = parseIntakeFields(fields);
       const received = outcomes.filter((outcome): outcome is ReceivedFile => !isRefused(outcome));
       await openBatch(sql, collection, batchId, 'upload');
       admitted = await admitFiles(intakeRuntime(services), collection, received, { metadata, onDuplicate, batchId });

@@ -4,7 +4,7 @@ import type { JobQueue } from '../ingestion/job-queue.js';
 import { createDocuments, discardUpload, documentFromRow, serializeDocument, type DocumentRow, type NewDocumentInput } from './documents.service.js';
 import { removalRuntime, removeDocuments, type RemovalRuntime } from './document-removal.js';
 import { valueAtPath } from '../search/filters/match-filter.js';
-import { checkMetadata, tenantFieldPath } from './metadata-rules.js';
+import { checkMetadata, parseMetadataField, tenantFieldPath } from './metadata-rules.js';
 import type { WriteLocks } from '../concurrency/keyed-serializer.js';
 
 /**
@@ -108,6 +108,19 @@ async function admitChecked(runtime: IntakeRuntime, collection: CollectionRecord
 }
 
 /** Reads the `on_duplicate` form field (or JSON value); absent means `skip`. */
+/** The form fields an upload takes besides its files. */
+const INTAKE_FIELDS = ['metadata', 'on_duplicate'];
+
+/**
+ * The metadata and on_duplicate of an upload form. Another field is a 400: it was ignored, so a
+ * misspelt `metdata` lost the metadata unseen.
+ */
+export function parseIntakeFields(fields: Record<string, string>): { metadata: Record<string, unknown>; onDuplicate: OnDuplicate } {
+  const unknown = Object.keys(fields).find((field) => !INTAKE_FIELDS.includes(field));
+  if (unknown !== undefined) throw new BadRequestError(`Field "${unknown}" is not taken: an upload takes "file" parts, "metadata" and "on_duplicate"`);
+  return { metadata: parseMetadataField(fields.metadata), onDuplicate: parseOnDuplicate(fields.on_duplicate) };
+}
+
 export function parseOnDuplicate(raw: unknown): OnDuplicate {
   if (raw === undefined || raw === null || raw === '') return 'skip';
   if (typeof raw === 'string' && (ON_DUPLICATE as readonly string[]).includes(raw)) return raw as OnDuplicate;

@@ -13,12 +13,11 @@ import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles, removeReceived } from '../uploads/multipart-files.js';
 import { SingleUploadForm } from '../uploads/upload-forms.js';
-import { admitFiles, intakeRuntime, parseOnDuplicate, serializeAdmitted } from './document-intake.js';
+import { admitFiles, intakeRuntime, parseIntakeFields, serializeAdmitted } from './document-intake.js';
 import { removeDocument, removalRuntime } from './document-removal.js';
 import { DOCUMENT_SORT_FIELDS, getDocument, listDocuments, serializeDocument } from './documents.service.js';
 import { ELEMENT_COLUMNS, openElementContent, serializeElement, type ElementRow } from './element-content.js';
 import { reprocessCollection, reprocessDocument } from './reprocessing.js';
-import { parseMetadataField } from './metadata-rules.js';
 import { literalUnion } from '../http/literal-union.js';
 import { AdmittedDocumentView, ChunkList, CollectionReprocessResult, DocumentList, DocumentView, ElementList } from './document-response-schemas.js';
 
@@ -64,9 +63,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     const [file] = outcomes;
     if (!file || isRefused(file)) throw new BadRequestError('No file in the upload: send it in a multipart part named "file"');
     try {
-      const [admitted] = await admitFiles(intakeRuntime(services), collection, [file], {
-        metadata: parseMetadataField(fields.metadata), onDuplicate: parseOnDuplicate(fields.on_duplicate), batchId: null,
-      });
+      const [admitted] = await admitFiles(intakeRuntime(services), collection, [file], { ...parseIntakeFields(fields), batchId: null });
       return reply.code(admitted!.duplicate ? 200 : 202).send(serializeAdmitted(admitted!, collection.name));
     } catch (error) {
       await removeReceived(files, [file]);

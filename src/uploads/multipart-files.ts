@@ -140,6 +140,11 @@ function fieldValue(part: MultipartValue): string {
   return typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
 }
 
+/** A field sent twice (two `metadata` parts) is a 400: the last one won, unseen. */
+function assertFirstOfItsName(fields: Record<string, string>, name: string): void {
+  if (Object.hasOwn(fields, name)) throw new BadRequestError(`Field "${name}" is sent twice: send it once`);
+}
+
 /** The file part's stream to read, through the request's fingerprint when it keeps one. */
 function fileStream(part: MultipartFile, fingerprint: MultipartFingerprint | null): Readable {
   return fingerprint ? fingerprint.addFile(part.fieldname, part.filename, part.mimetype, part.file) : part.file;
@@ -162,12 +167,14 @@ export async function receiveMultipartFiles(request: FastifyRequest, options: Re
       if (part.type === 'field') {
         // busboy cuts a longer field and says so: parsing the rest would report bad JSON, not the size.
         if (part.valueTruncated) throw new PayloadTooLargeError(`Field "${part.fieldname}" is larger than ${MULTIPART_FIELD_MAX_BYTES} bytes`);
+        assertFirstOfItsName(fields, part.fieldname);
         fields[part.fieldname] = fieldValue(part);
         fingerprint?.addField(part.fieldname, fields[part.fieldname]!);
         continue;
       }
       const filePart = part as MultipartFile;
       if (FIELDS_SENT_AS_FILES.has(filePart.fieldname)) {
+        assertFirstOfItsName(fields, filePart.fieldname);
         fields[filePart.fieldname] = await readFileAsField(filePart.fieldname, fileStream(filePart, fingerprint));
         continue;
       }
