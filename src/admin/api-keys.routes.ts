@@ -36,7 +36,7 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: AppService
     return page(data.map(serializeApiKey), total, request.query);
   });
 
-  app.post('/v1/admin/api-keys', { config: { ...ADMIN_SESSION, secretResponseFields: ['key'], openapi: { success: 201, response: MintedApiKey } }, schema: { tags, summary: 'Mint a key; the plaintext `key` is in this response only', body: ApiKeyCreateBody } }, async (request, reply) => {
+  app.post('/v1/admin/api-keys', { config: { ...ADMIN_SESSION, secretResponseFields: ['key'], openapi: { success: 201, response: MintedApiKey, errors: [404] } }, schema: { tags, summary: 'Mint a key; the plaintext `key` is in this response only', body: ApiKeyCreateBody } }, async (request, reply) => {
     const { record, key } = await apiKeys.create(db.fork(), requireActor(request), request.body);
     return reply.code(201).send({ ...serializeApiKey(record), key });
   });

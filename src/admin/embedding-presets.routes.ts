@@ -9,6 +9,7 @@ import { page, PageQuery } from '../http/pagination.js';
 import { ADMIN_SESSION } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { literalUnion } from '../http/literal-union.js';
+import { EmbeddingPresetPage, EmbeddingPresetTest, EmbeddingPresetView } from './admin-response-schemas.js';
 
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
 const Provider = literalUnion(EMBEDDING_PROVIDERS);
@@ -42,29 +43,29 @@ export const adminEmbeddingPresetRoutes: FastifyPluginAsyncTypebox<{ services: A
     await em.flush();
   };
 
-  app.get('/v1/admin/embedding-presets', { config: ADMIN_SESSION, schema: { tags, querystring: PageQuery } }, async (request) => {
+  app.get('/v1/admin/embedding-presets', { config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetPage } }, schema: { tags, querystring: PageQuery } }, async (request) => {
     const { data, total } = await presets.list(request.query.limit, request.query.offset);
     return page(data.map(serializePreset), total, request.query);
   });
 
-  app.post('/v1/admin/embedding-presets', { config: { ...ADMIN_SESSION, openapi: { success: 201 } }, schema: { tags, summary: 'Create a preset; api_key is write-only (has_api_key)', body: PresetCreateBody } }, async (request, reply) => {
+  app.post('/v1/admin/embedding-presets', { config: { ...ADMIN_SESSION, openapi: { success: 201, response: EmbeddingPresetView } }, schema: { tags, summary: 'Create a preset; api_key is write-only (has_api_key)', body: PresetCreateBody } }, async (request, reply) => {
     const preset = await presets.create(request.body);
     await audit(requireActor(request), 'embedding_preset.create', preset.id, { name: preset.name, provider: preset.provider, model: preset.model });
     return reply.code(201).send(serializePreset(preset));
   });
 
   app.post('/v1/admin/embedding-presets/test', {
-    config: ADMIN_SESSION,
+    config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetTest } },
     schema: { tags, summary: 'Embed one text with unsaved settings: {ok, dimension, latency_ms} or {ok: false, error}', body: PresetTestBody },
   }, async (request) => {
     const { provider, model, api_key: apiKey, base_url: baseUrl, dimension } = request.body;
     return presets.test({ provider, model, apiKey, baseUrl, dimension });
   });
 
-  app.get('/v1/admin/embedding-presets/:id', { config: ADMIN_SESSION, schema: { tags, params: IdParams } }, async (request) =>
+  app.get('/v1/admin/embedding-presets/:id', { config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetView } }, schema: { tags, params: IdParams } }, async (request) =>
     serializePreset(await presets.get(request.params.id)));
 
-  app.patch('/v1/admin/embedding-presets/:id', { config: ADMIN_SESSION, schema: { tags, params: IdParams, body: PresetUpdateBody } }, async (request) => {
+  app.patch('/v1/admin/embedding-presets/:id', { config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetView } }, schema: { tags, params: IdParams, body: PresetUpdateBody } }, async (request) => {
     const preset = await presets.update(request.params.id, request.body);
     await audit(requireActor(request), 'embedding_preset.update', preset.id, { fields: Object.keys(request.body) });
     return serializePreset(preset);
@@ -77,7 +78,7 @@ export const adminEmbeddingPresetRoutes: FastifyPluginAsyncTypebox<{ services: A
   });
 
   app.post('/v1/admin/embedding-presets/:id/test', {
-    config: ADMIN_SESSION,
+    config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetTest } },
     schema: { tags, summary: 'Embed one text with a saved preset and its stored key', params: IdParams },
   }, async (request) => presets.testSaved(request.params.id));
 };

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { recordAudit } from '../audit/audit.service.js';
+import { SettingList, SettingsCheck } from './admin-response-schemas.js';
 import { requireActor } from '../http/authenticate.js';
 import { ADMIN_SESSION } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
@@ -12,20 +13,20 @@ export const adminSettingsRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   const { db, settings } = services;
   const tags = ['admin: settings'];
 
-  app.get('/v1/admin/settings', { config: ADMIN_SESSION, schema: { tags } }, async () => ({ data: await settings.list() }));
+  app.get('/v1/admin/settings', { config: { ...ADMIN_SESSION, openapi: { response: SettingList } }, schema: { tags } }, async () => ({ data: await settings.list() }));
 
-  app.patch('/v1/admin/settings', { config: ADMIN_SESSION, schema: { tags, body: ValuesBody } }, async (request) => {
+  app.patch('/v1/admin/settings', { config: { ...ADMIN_SESSION, openapi: { response: SettingList } }, schema: { tags, body: ValuesBody } }, async (request) => {
     const em = db.fork();
     recordAudit(em, requireActor(request), { action: 'settings.update', resourceType: 'settings', details: { keys: Object.keys(request.body.values) } });
     return { data: await settings.update(em, request.body.values) };
   });
 
-  app.post('/v1/admin/settings/test', { config: ADMIN_SESSION, schema: { tags, summary: 'Validate values without saving', body: ValuesBody } }, async (request) => {
+  app.post('/v1/admin/settings/test', { config: { ...ADMIN_SESSION, openapi: { response: SettingsCheck } }, schema: { tags, summary: 'Validate values without saving', body: ValuesBody } }, async (request) => {
     const errors = settings.validate(request.body.values);
     return { ok: errors.length === 0, errors };
   });
 
-  app.post('/v1/admin/settings/reset', { config: ADMIN_SESSION, schema: { tags, body: KeysBody } }, async (request) => {
+  app.post('/v1/admin/settings/reset', { config: { ...ADMIN_SESSION, openapi: { response: SettingList } }, schema: { tags, body: KeysBody } }, async (request) => {
     const em = db.fork();
     const data = await settings.reset(em, request.body.keys);
     recordAudit(em, requireActor(request), { action: 'settings.reset', resourceType: 'settings', details: { keys: request.body.keys } });

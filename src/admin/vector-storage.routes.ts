@@ -3,6 +3,7 @@ import { Collection } from '../db/entities/index.js';
 import { page, PageQuery } from '../http/pagination.js';
 import { ADMIN_SESSION } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
+import { VectorStorageOverview } from './admin-response-schemas.js';
 
 /**
  * The vector storage overview (spec "Admin", api-contract 2): which store holds each collection's vectors, how many,
@@ -11,7 +12,7 @@ import type { AppServices } from '../services.js';
  */
 export const adminVectorStorageRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
   app.get('/v1/admin/vector-storage', {
-    config: ADMIN_SESSION,
+    config: { ...ADMIN_SESSION, openapi: { response: VectorStorageOverview } },
     schema: { tags: ['admin: vector storage'], summary: 'Vector store, vector counts and index state per collection', querystring: PageQuery },
   }, async (request) => {
     const store = services.indexes.vectorStore;

@@ -46,7 +46,7 @@ const SUCCESS_DESCRIPTIONS: Record<SuccessStatus, string> = {
 };
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid request (validation details in `errors`)',
+  400: 'Invalid request: a parameter or body the schema refuses (details in `errors`), a body that is not valid JSON, or a NUL character (%00) in the URL',
   401: 'No credentials, or an unknown, expired or inactive API key or session',
   403: 'Forbidden: missing scope, API key pinned to another collection, session-only route, or cross-origin request',
   404: 'Not found',
@@ -54,6 +54,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: 'The body or an uploaded file is too large',
   415: 'Unsupported media type',
   422: 'The Idempotency-Key was used before for a different request',
+  502: 'The embedding or reranking provider failed or could not be reached (its message in `detail`, keys redacted)',
   503: 'Not ready: the database does not answer',
 };
 
@@ -67,11 +68,13 @@ const ErrorBody = Type.Object({
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** The errors any route of this shape can answer, from the hooks and parsers every request passes through. */
-function impliedErrors(method: string, route: RouteOptions, schema: FastifySchema): number[] {
+function impliedErrors(method: string, route: RouteOptions): number[] {
   const open = route.config?.access?.kind === 'open';
   const mutating = MUTATING.has(method);
-  const errors: number[] = [];
-  if (schema.body || schema.querystring || schema.params || route.config?.openapi?.body) errors.push(400);
+  // Every route: unstorable-values.ts refuses a NUL (%00) anywhere in the URL before routing goes
+  // further, and the JSON parser refuses a malformed body whatever the route's schema says (logout
+  // takes no body, yet `{` is a 400); the 400 is not tied to the route having a schema.
+  const errors: number[] = [400];
   // authenticate.ts: credentials, scopes, pins, session-only routes; an open route refuses cross-origin writes only.
   if (!open) errors.push(401, 403);
   else if (mutating) errors.push(403);
@@ -87,11 +90,11 @@ function impliedErrors(method: string, route: RouteOptions, schema: FastifySchem
  * The statuses, and the success body where the route documents one (`openapi.response`): a route's
  * `schema.response` would make Fastify serialise through it, so they are documented here instead.
  */
-function responses(route: RouteOptions, schema: FastifySchema) {
+function responses(route: RouteOptions) {
   const method = [route.method].flat()[0] ?? 'GET';
   const docs = route.config?.openapi ?? {};
   const success = [docs.success ?? (method === 'DELETE' ? 204 : 200)].flat();
-  const errors = [...new Set([...impliedErrors(method, route, schema), ...(docs.errors ?? [])])].sort((a, b) => a - b);
+  const errors = [...new Set([...impliedErrors(method, route), ...(docs.errors ?? [])])].sort((a, b) => a - b);
   const successBody = (status: SuccessStatus) => (status !== 204 && docs.response ? docs.response : { type: 'null' });
   return {
     ...Object.fromEntries(success.map((status) => [status, { ...successBody(status), description: SUCCESS_DESCRIPTIONS[status] }])),
@@ -106,14 +109,26 @@ function defaultsOptional(querystring: FastifySchema['querystring']) {
   return { ...schema, required: schema.required.filter((name) => schema.properties?.[name]?.default === undefined) };
 }
 
-/** The route's operation as documented: its statuses, optional defaults, open routes without security, its documented body. */
+/**
+ * What a route accepts as credentials: nothing for an open route, the session cookie only for a
+ * session route (authenticate.ts refuses API keys there with a 403), otherwise the global
+ * requirement (an API key or a session) by leaving `security` out.
+ */
+function security(route: RouteOptions) {
+  const kind = route.config?.access?.kind;
+  if (kind === 'open') return { security: [] };
+  if (kind === 'session') return { security: [{ session: [] }] };
+  return {};
+}
+
+/** The route's operation as documented: its statuses, optional defaults, who may call it, its documented body. */
 function documentOperation({ schema = {}, url, route }: { schema: FastifySchema | undefined; url: string; route: RouteOptions }) {
   const documented: FastifySchema = {
     ...schema,
-    response: responses(route, schema),
+    response: responses(route),
     ...(schema.querystring ? { querystring: defaultsOptional(schema.querystring) } : {}),
     ...(route.config?.openapi?.body ? { body: route.config.openapi.body } : {}),
-    ...(route.config?.access?.kind === 'open' ? { security: [] } : {}),
+    ...security(route),
     ...(route.config?.openapi?.bodyOptional ? { [OPTIONAL_BODY]: true } : {}),
   };
   return { schema: documented, url };
@@ -141,7 +156,13 @@ export const openapi = fp(async (app: FastifyInstance) => {
       components: {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'API key `svc_sk_...`' },
-          session: { type: 'apiKey', in: 'cookie', name: 'svc_session' },
+          // The name is the `session_cookie_name` setting, which an admin may change while the
+          // service runs; the document is built once (and cached by @fastify/swagger), so it gives
+          // the default and says where the real name comes from.
+          session: {
+            type: 'apiKey', in: 'cookie', name: 'svc_session',
+            description: 'The session cookie set by POST /v1/auth/login and /v1/auth/setup. Its name is the `session_cookie_name` setting (default `svc_session`), which an admin may change: GET /v1/admin/settings shows the current one.',
+          },
         },
         schemas: { Error: ErrorBody },
       },

@@ -15,7 +15,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   const tags = ['query'];
 
   app.post('/v1/collections/:name/query', {
-    config: { ...scope('query:read'), acceptsUnstorableValues: true, openapi: { response: CollectionQueryResponse } },
+    config: { ...scope('query:read'), acceptsUnstorableValues: true, openapi: { response: CollectionQueryResponse, errors: [502] } },
     schema: { tags, summary: 'Query one collection (semantic, keyword or hybrid)', params: NameParams, body: CollectionQueryBody },
   }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
@@ -23,7 +23,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   });
 
   app.post('/v1/query', {
-    config: { ...scope('query:read'), acceptsUnstorableValues: true, openapi: { response: MultiCollectionQueryResponse } },
+    config: { ...scope('query:read'), acceptsUnstorableValues: true, openapi: { response: MultiCollectionQueryResponse, errors: [502] } },
     schema: { tags, summary: 'Query several collections; results are fused by RRF and name their collection', body: MultiCollectionQueryBody },
   }, async (request) => {
     const started = performance.now();

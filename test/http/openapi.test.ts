@@ -1,6 +1,9 @@
 import t from 'tap';
 import type { App } from '../../src/app.js';
-import { ADMIN, adminTestApp, bearer, buildTestApp, createApiKey, multipartUpload, sessionCookieOf, testBackends } from '../support/test-app.js';
+import { startProviderFake } from '../support/provider-fakes.js';
+import { ADMIN, adminTestApp, bearer, buildTestApp, createApiKey, createTestCollection, multipartUpload, sessionCookieOf, testBackends } from '../support/test-app.js';
+
+const PROVIDER_KEY = 'sk-openapi-provider-key-0123456789';
 
 interface Operation {
   security?: unknown[];
@@ -207,5 +210,67 @@ for (const backend of testBackends()) {
     t.equal(unknown.json().detail, 'Unknown field: foo', 'and the service still names the field');
     const fixed = await app.inject({ method: 'PATCH', url: '/v1/collections/forms', headers: { cookie }, payload: { dimension: 8 } });
     t.equal(fixed.json().detail, 'Field dimension cannot be updated');
+  });
+}
+
+for (const backend of testBackends()) {
+  t.test(`${backend}: session-only routes document the session alone, and the cookie's name is the setting`, async (t) => {
+    const { app, cookie } = await adminTestApp(t, backend);
+    const doc = await openApiDocument(app);
+    const sessionOnly = [['get', '/v1/admin/settings'], ['post', '/v1/admin/api-keys'], ['get', '/v1/admin/vector-storage'], ['post', '/v1/auth/logout'], ['put', '/v1/auth/preferences']] as const;
+    for (const [method, path] of sessionOnly) t.strictSame(doc.paths[path]![method]!.security, [{ session: [] }], `${method.toUpperCase()} ${path}: the session only`);
+    for (const [method, path] of [['post', '/v1/collections/{name}/query'], ['get', '/v1/collections'], ['get', '/v1/auth/whoami']] as const) {
+      t.notOk('security' in doc.paths[path]![method]!, `${method.toUpperCase()} ${path}: an API key or a session (the global requirement)`);
+    }
+
+    // Each documented session-only GET without parameters refuses a key that has every scope, and the others take it.
+    const { key } = await createApiKey(app, cookie, { name: 'every scope', scopes: ['*:*'] });
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      const get = methods.get;
+      if (!get || path.includes('{') || get.security?.length === 0) continue;
+      const status = (await app.inject({ url: path, headers: bearer(key) })).statusCode;
+      if (get.security) t.equal(status, 403, `GET ${path}: documented for sessions only, refuses an API key`);
+      else t.not(status, 403, `GET ${path}: documented for API keys, takes one (${status})`);
+    }
+
+    const scheme = (doc.components as unknown as { securitySchemes: Record<string, { name: string; description: string }> }).securitySchemes.session!;
+    t.match(scheme, { in: 'cookie', name: 'svc_session', description: /`session_cookie_name` setting \(default `svc_session`\)/ });
+  });
+
+  t.test(`${backend}: statuses every route or a class of routes answers are documented`, async (t) => {
+    const fake = await startProviderFake({ apiKey: PROVIDER_KEY });
+    t.teardown(() => fake.close());
+    const { app, cookie } = await adminTestApp(t, backend, { masterKey: 'openapi-master-key', providerTimeoutMs: 1000, providerMaxRetries: 1 });
+    const doc = await openApiDocument(app);
+    const admin = { cookie };
+    const statuses = (method: string, path: string) => Object.keys(doc.paths[path]![method]!.responses).map(Number);
+
+    for (const path of ['/v1/collections/{name}/query', '/v1/query']) t.ok(statuses('post', path).includes(502), `POST ${path}: 502 when the provider fails`);
+    for (const path of ['/v1/batch/query', '/v1/admin/embedding-presets/test', '/v1/admin/embedding-presets/{id}/test']) {
+      t.notOk(statuses('post', path).includes(502), `POST ${path}: no 502 (a failure is in the answer)`);
+    }
+    await createTestCollection(app, admin, { name: 'remote', embedding_provider: 'openai', embedding_api_key: PROVIDER_KEY, embedding_base_url: fake.baseUrl('openai'), embedding_model: 'text-embedding-3-small', dimension: 64 });
+    fake.failNext('openai', { status: 500, body: { message: 'internal error' } }, 4);
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections/remote/query', headers: admin, payload: { query: 'tide' } })).statusCode, 502, 'a query answers 502');
+    fake.failNext('openai', { status: 500, body: { message: 'internal error' } }, 4);
+    t.equal((await app.inject({ method: 'POST', url: '/v1/query', headers: admin, payload: { query: 'tide', collections: ['remote'] } })).statusCode, 502, 'a multi-collection query too');
+    fake.failNext('openai', { status: 500, body: { message: 'internal error' } }, 4);
+    const batch = await app.inject({ method: 'POST', url: '/v1/batch/query', headers: admin, payload: { queries: [{ collection: 'remote', query: 'tide' }] } });
+    t.equal(batch.statusCode, 200, 'a batch query is a 200');
+    t.match(batch.json(), { results: [{ error: { status: 502 } }] }, 'its item carries the 502');
+
+    for (const [method, path] of Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => [method, path] as const))) {
+      t.ok(statuses(method, path).includes(400), `${method.toUpperCase()} ${path}: 400 (a NUL in the URL, malformed JSON)`);
+    }
+    for (const url of ['/health?x=%00', '/v1/collections/%00', '/v1/admin/settings?x=%00']) {
+      t.equal((await app.inject({ url, headers: admin })).statusCode, 400, `GET ${url}: a NUL is a 400`);
+    }
+    for (const url of ['/v1/auth/logout-all', '/v1/admin/settings/embedding-cache/purge', '/v1/auth/logout']) {
+      const answer = await app.inject({ method: 'POST', url, headers: { ...admin, 'content-type': 'application/json' }, payload: '{' });
+      t.equal(answer.statusCode, 400, `POST ${url}: malformed JSON is a 400`);
+    }
+
+    t.ok(statuses('post', '/v1/admin/api-keys').includes(404) && statuses('patch', '/v1/admin/api-keys/{id}').includes(404), 'api keys: 404 documented');
+    t.equal((await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: admin, payload: { name: 'pinned', collection: 'no-such-collection' } })).statusCode, 404, 'a pin to no collection is a 404');
   });
 }
