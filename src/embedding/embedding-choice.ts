@@ -13,7 +13,7 @@ export interface EmbeddingChoiceInput {
   model?: string | null | undefined;
   dimension?: number | null | undefined;
   baseUrl?: string | null | undefined;
-  /** Undefined skips the key check (an admin clearing a preset's key on purpose). */
+  /** Undefined skips the key check: a preset may hold no key, its collections then bring their own. */
   hasApiKey: boolean | undefined;
 }
 
@@ -22,6 +22,13 @@ export interface EmbeddingFieldNames {
   model: string;
   baseUrl: string;
   apiKey: string;
+}
+
+/** A self-hosted server has no default address: its base URL is a 400 when missing, named as the caller sent it. */
+export function assertSelfHostedBaseUrl(provider: string, baseUrl: string | null | undefined, names: EmbeddingFieldNames): void {
+  if (provider === 'openai_compatible' && !baseUrl) {
+    throw new BadRequestError(`${names.baseUrl} is required for provider openai_compatible (the API base, e.g. http://localhost:11434/v1)`);
+  }
 }
 
 /**
@@ -42,9 +49,7 @@ export function checkEmbeddingChoice(registry: PluginRegistry, input: EmbeddingC
   const dimension = input.dimension ?? info?.dimension;
   if (dimension === undefined) throw new BadRequestError(`dimension is required for ${input.provider} model ${model}: it is not one this service knows`);
   if (info && !supportsDimension(info, dimension)) throw new BadRequestError(dimensionMessage(input.provider, info, dimension));
-  if (input.provider === 'openai_compatible' && !input.baseUrl) {
-    throw new BadRequestError(`${names.baseUrl} is required for provider openai_compatible (the API base, e.g. http://localhost:11434/v1)`);
-  }
+  assertSelfHostedBaseUrl(input.provider, input.baseUrl, names);
   if (HOSTED_EMBEDDING_PROVIDERS.includes(input.provider) && input.hasApiKey === false) {
     throw new BadRequestError(`${names.apiKey} is required for provider ${input.provider}`);
   }

@@ -5,7 +5,7 @@ import { ConflictError, NotFoundError, ProviderError } from '../errors.js';
 import type { EmbeddingModels } from '../ingestion/embedding-models.js';
 import type { PluginRegistry } from '../plugin-registry.js';
 import type { SqlRunner } from '../plugins.js';
-import { checkEmbeddingChoice } from './embedding-choice.js';
+import { assertSelfHostedBaseUrl, checkEmbeddingChoice } from './embedding-choice.js';
 
 export interface EmbeddingPresetRecord {
   id: string;
@@ -175,6 +175,8 @@ export class EmbeddingPresetService {
    * at all (no base URL for a self-hosted server...) are a 400.
    */
   async test(settings: ConnectionSettings) {
+    // The model would name the collection's field, embedding_base_url, which this request does not have.
+    assertSelfHostedBaseUrl(settings.provider, settings.baseUrl, PRESET_FIELD_NAMES);
     const model = this.models.create(settings.provider, {
       model: settings.model, dimension: settings.dimension, apiKey: settings.apiKey, baseUrl: settings.baseUrl, anyDimension: true,
     });

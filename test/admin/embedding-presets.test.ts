@@ -84,7 +84,7 @@ for (const backend of testBackends()) {
       t.notMatch(refusedKey.body, WRONG_KEY);
       fake.failNext('cohere', { status: 500, body: { message: 'internal error' } }, 2);
       t.match(await api.ok('POST', `${presets}/test`, { provider: 'cohere', api_key: KEY, base_url: fake.baseUrl('cohere') }), { ok: false, error: 'cohere answered 500: internal error' });
-      assertError(t, await api.send('POST', `${presets}/test`, { provider: 'openai_compatible', model: 'm' }), 400, /embedding_base_url is required/);
+      assertError(t, await api.send('POST', `${presets}/test`, { provider: 'openai_compatible', model: 'm' }), 400, /^base_url is required for provider openai_compatible/, 'the field as this request names it, not the collection field embedding_base_url');
     });
 
     await t.test('connection test of a saved preset uses its stored key and dimension', async (t) => {
