@@ -26,9 +26,9 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   app.post('/v1/collections/:name/uploads', {
     config: { ...scope('document:upload'), openapi: { success: 201, bodyOptional: true, response: UploadSessionView } },
     schema: { tags, params: NameParams, body: SessionCreateBody, summary: 'Open an upload session (optional JSON body `{metadata, on_duplicate}`); 201' },
-    // The body is optional: no body is an empty one.
+    // The body is optional: no body is an empty one. A JSON `null` is a body, and not an object (a 400).
     preValidation: async (request) => {
-      request.body ??= {};
+      if (request.body === undefined) request.body = {};
     },
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);

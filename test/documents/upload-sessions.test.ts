@@ -133,6 +133,7 @@ for (const backend of testBackends()) {
       assertError(t, await app.inject({ method: 'POST', url: base, headers: admin, payload: { metadata: [1] } }), 400, /metadata/, 'metadata not an object');
       assertError(t, await app.inject({ method: 'POST', url: base, headers: admin, payload: { on_duplicate: 'merge' } }), 400, /^body\.on_duplicate must be one of "skip", "replace", "keep"$/, 'unknown on_duplicate, said once with the values it takes');
       assertError(t, await app.inject({ method: 'POST', url: base, headers: admin, payload: { files: [] } }), 400, /files/, 'unknown field');
+      assertError(t, await app.inject({ method: 'POST', url: base, headers: { ...admin, 'content-type': 'application/json' }, payload: 'null' }), 400, /^body must be object/, 'a JSON null is a body, and not an object (it opened a session)');
       await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'tenanted', tenant_field: 'org' } });
       assertError(t, await app.inject({ method: 'POST', url: '/v1/collections/tenanted/uploads', headers: admin, payload: {} }), 400, /\borg\b/, 'tenant field missing');
       assertError(t, await app.inject({ method: 'POST', url: '/v1/collections/nope/uploads', headers: admin, payload: {} }), 404, /nope/, 'unknown collection');
