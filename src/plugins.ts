@@ -90,6 +90,8 @@ export interface Parser {
   readonly contentTypes: readonly string[];
   /** File extensions this parser reads, lowercase without the dot. */
   readonly extensions: readonly string[];
+  /** Its files may hold pictures of text (scanned pages), which need OCR: said when one yields no text. */
+  readonly mayHoldScans?: boolean;
   parse(input: ParserInput): Promise<ParsedDocument>;
 }
 

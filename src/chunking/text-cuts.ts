@@ -32,7 +32,7 @@ const recursiveSeparators = ['\n\n', '\n', '. ', ' ', '。', '！', '？', '、'
 /** Separators whose first character stays with the piece before them (". " keeps its period). */
 const punctuationSeparators = new Set<string>(['. ', '。', '！', '？', '、']);
 
-export function isWhitespace(code: number): boolean {
+function isWhitespace(code: number): boolean {
   // space, \t \n \v \f \r, no-break space
   return code === 32 || (code >= 9 && code <= 13) || code === 160;
 }

@@ -87,17 +87,21 @@ export function tenantOf(collection: CollectionRecord, metadata: Record<string, 
   const field = collection.tenantField;
   const path = tenantFieldPath(collection);
   if (!field || !path) return null;
-  const value = valueAtPath(metadata, path);
-  if (typeof value === 'string' && value !== '') return value;
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  if (value !== undefined) throw new BadRequestError(unusableTenantDetail(`${where}.${field}`, value));
+  const tenant = tenantText(valueAtPath(metadata, path), `${where}.${field}`);
+  if (tenant !== undefined) return tenant;
   throw new BadRequestError(`${where}.${field} is required: collection ${collection.name} separates tenants by "${field}"${nestedShapeHint(field, path, metadata)}`);
 }
 
-/** Why a value present under the tenant field names no tenant: it said the field was required. */
-export function unusableTenantDetail(where: string, value: unknown): string {
+/**
+ * The tenant a value names, as text (the `tenant` columns), or undefined when there is none. A value
+ * that names no tenant (an object, null, "") is a 400 saying what it is: it said the field was required.
+ */
+export function tenantText(value: unknown, where: string): string | undefined {
+  if (typeof value === 'string' && value !== '') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value === undefined) return undefined;
   const kind = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : 'an empty string';
-  return `${where} must be a non-empty string, a number or a boolean, the tenant; it is ${kind}`;
+  throw new BadRequestError(`${where} must be a non-empty string, a number or a boolean, the tenant; it is ${kind}`);
 }
 
 /** For a dotted tenant field, the shape expected, and why a flat key of that name is not it. */

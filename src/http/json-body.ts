@@ -1,15 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { excessNestingDetail } from '../db/storable-values.js';
 import { BadRequestError } from '../errors.js';
-
-function isValidJson(body: string): boolean {
-  try {
-    JSON.parse(body);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { parsesAsJson } from '../parsing/content-sniffing.js';
 
 /**
  * The JSON body parser. Many HTTP clients send `Content-Type: application/json` on every request,
@@ -25,7 +17,7 @@ export function acceptJsonBodies(app: FastifyInstance): void {
     if (body.length === 0) return done(null, undefined);
     return parseJson(request, body, (error, parsed) => {
       // Fastify words a refused `__proto__` key as it words broken JSON, which this body is not.
-      const poisoned = error && isValidJson(body);
+      const poisoned = error && parsesAsJson(body);
       if (poisoned) return done(new BadRequestError('The body holds a "__proto__" key, or "constructor" with "prototype" in it: such keys are refused, as they could change the objects the service builds from the body'));
       const tooDeep = error ? null : excessNestingDetail(parsed, 'The body');
       done(tooDeep ? new BadRequestError(tooDeep) : error, parsed);

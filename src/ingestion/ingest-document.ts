@@ -89,9 +89,6 @@ function readOriginal(runtime: IngestionRuntime, row: DocumentRow): Promise<Buff
   return reading;
 }
 
-/** Formats whose text may be pictures of text (scans): an empty one is told that OCR is not done. */
-const PAGED_TYPES = new Set(['application/pdf', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document']);
-
 /** Parses and chunks one document; failures here are the document's own (bad file), never retried. */
 async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRecord, row: DocumentRow, original: Promise<Buffer>, progress: Progress | null): Promise<PreparedDocument> {
   let parsed;
@@ -118,7 +115,7 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
   }
   const { elements, chunks } = chunked;
   // A document with nothing to search was marked ready with 0 chunks, and nothing told its uploader why it was never found.
-  if (chunks.length === 0) throw new IngestionError('parsing', `the file holds no text to index${PAGED_TYPES.has(choice.contentType) ? ' (scanned pages and pictures need OCR first, which the service does not do)' : ''}`, false);
+  if (chunks.length === 0) throw new IngestionError('parsing', `the file holds no text to index${choice.parser.mayHoldScans ? ' (scanned pages and pictures need OCR first, which the service does not do)' : ''}`, false);
   const sourceMetadata = JSON.parse(JSON.stringify(parsed.metadata ?? {})) as Record<string, unknown>;
   return { row, title: parsed.title, sourceMetadata, elements, elementFiles: images.files, chunks };
 }

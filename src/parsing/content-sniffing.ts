@@ -53,7 +53,7 @@ function sampleLines(text: string, complete: boolean, limit: number): string[] {
   return lines.filter((line) => line.trim().length > 0).slice(0, limit);
 }
 
-function parsesAsJson(text: string): boolean {
+export function parsesAsJson(text: string): boolean {
   try {
     JSON.parse(text);
     return true;

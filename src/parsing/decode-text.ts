@@ -42,34 +42,44 @@ function multibyteSequenceLength(data: Uint8Array, index: number): number {
   return length;
 }
 
+/** One byte as Windows-1252 reads it. */
+function windows1252Character(byte: number): string {
+  return byte >= 0x80 && byte <= 0x9f ? WINDOWS_1252_80_TO_9F[byte - 0x80]! : String.fromCharCode(byte);
+}
+
 /**
  * Text that is not valid UTF-8: UTF-8 with stray bytes when its well-formed multi-byte sequences
  * outnumber its stray bytes, each stray byte then read as Windows-1252; else Windows-1252 whole.
+ * The first pass only counts, so a legacy file is decoded once.
  */
 function decodeNotUtf8(data: Uint8Array): string {
-  const pieces: string[] = [];
   let multibyte = 0;
   let stray = 0;
+  for (let index = 0; index < data.length;) {
+    const length = data[index]! < 0x80 ? 1 : multibyteSequenceLength(data, index);
+    if (length > 1) multibyte++;
+    else if (length === 0) stray++;
+    index += Math.max(length, 1);
+  }
+  if (multibyte <= stray) return decodeWindows1252(data);
+  const pieces: string[] = [];
   let runStart = 0;
   for (let index = 0; index < data.length;) {
-    if (data[index]! < 0x80) {
-      index++;
-      continue;
-    }
-    const length = multibyteSequenceLength(data, index);
+    const length = data[index]! < 0x80 ? 1 : multibyteSequenceLength(data, index);
     if (length > 0) {
-      multibyte++;
       index += length;
       continue;
     }
-    stray++;
-    pieces.push(strictUtf8.decode(data.subarray(runStart, index)), decodeWindows1252(data.subarray(index, index + 1)));
-    index++;
-    runStart = index;
+    pieces.push(strictUtf8.decode(data.subarray(runStart, index)), windows1252Character(data[index]!));
+    runStart = ++index;
   }
-  if (multibyte <= stray) return decodeWindows1252(data);
   pieces.push(strictUtf8.decode(data.subarray(runStart)));
   return pieces.join('');
+}
+
+/** One kind of line ending, so parsers split paragraphs one way, and no NUL, which PostgreSQL text cannot hold. */
+export function normalizeDecodedText(text: string): string {
+  return text.replace(/\r\n?/g, '\n').replaceAll('\u0000', '');
 }
 
 export function decodeTextBuffer(data: Uint8Array): string {
@@ -84,5 +94,5 @@ export function decodeTextBuffer(data: Uint8Array): string {
       text = decodeNotUtf8(startsWith(data, 0xef, 0xbb, 0xbf) ? data.subarray(3) : data);
     }
   }
-  return text.replace(/\r\n?/g, '\n').replaceAll('\u0000', '');
+  return normalizeDecodedText(text);
 }

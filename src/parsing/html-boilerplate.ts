@@ -41,6 +41,8 @@ const bannerShapes = new Set([
 
 function isConsentToken(token: string): boolean {
   if (consentProducts.test(token.toLowerCase())) return true;
+  // Every class and id of every tag comes here: most name no subject at all.
+  if (!/cookie|consent|gdpr/i.test(token)) return false;
   // "cookieBanner", "cookie_banner" and "cookiebanner" alike: camelCase humps and the ends of a
   // subject glued to its neighbour are word boundaries.
   const words = token.replace(/([a-z\d])([A-Z])/g, '$1-$2').toLowerCase().replace(consentSubjects, '-$&-').split(/[^a-z\d]+/);

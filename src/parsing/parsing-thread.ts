@@ -23,6 +23,7 @@ export function parseLargeFilesOnThreads(parser: Parser, limits: ParsingThreadLi
     name: parser.name,
     contentTypes: parser.contentTypes,
     extensions: parser.extensions,
+    ...(parser.mayHoldScans ? { mayHoldScans: true } : {}),
     parse: (input) => (input.data.length < limits.minBytes ? parser.parse(input) : parseOnThread(parser.name, input, limits)),
   };
 }

@@ -1,7 +1,7 @@
 import type { CollectionRecord, SearchMode } from '../db/entities/index.js';
 import { fetchChunksByKey } from '../documents/chunk-store.js';
 import { attachMultimodalElements, type MultimodalElement } from '../documents/multimodal-elements.js';
-import { unusableTenantDetail } from '../documents/metadata-rules.js';
+import { tenantText } from '../documents/metadata-rules.js';
 import { BadRequestError } from '../errors.js';
 import type { EmbeddingModel, Reranker, SqlRunner } from '../plugins.js';
 import { parseFilter } from './filters/parse-filter.js';
@@ -79,9 +79,8 @@ export function queryTenant(collection: CollectionRecord, filter: Record<string,
   if (!field) return null;
   const condition = filter?.[field];
   const value = typeof condition === 'object' && condition !== null && !Array.isArray(condition) ? (condition as Record<string, unknown>).$eq : condition;
-  if (typeof value === 'string' && value !== '') return value;
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  if (value !== undefined) throw new BadRequestError(unusableTenantDetail(`filters.${field}`, value));
+  const tenant = tenantText(value, `filters.${field}`);
+  if (tenant !== undefined) return tenant;
   throw new BadRequestError(`filters.${field} is required: collection ${collection.name} separates tenants by "${field}" (send {"filters": {"${field}": "<tenant>"}})`);
 }
 

@@ -102,7 +102,7 @@ export class SettingsService {
   async reset(em: EntityManager, keys: string[]): Promise<SettingView[]> {
     const unknown = keys.filter((key) => !SETTINGS_BY_KEY.has(key));
     if (unknown.length > 0) throw new BadRequestError(`Unknown setting: ${unknown.join(', ')}`);
-    await this.load();
+    await this.fresh();
     // What a key resets to: the environment's value, else the default.
     const afterReset = (key: string) => (keys.includes(key) ? this.environment.get(key) ?? SETTINGS_BY_KEY.get(key)!.default : this.resolve(key).value);
     const pairError = chunkPairError(afterReset('default_chunk_size'), afterReset('default_chunk_overlap'));

@@ -117,6 +117,7 @@ const docxParser: Parser = {
   name: 'docx',
   contentTypes: ['application/vnd.openxmlformats-officedocument.wordprocessingml.document'],
   extensions: ['docx'],
+  mayHoldScans: true,
   parse(input: ParserInput): Promise<ParsedDocument> {
     return parseDocx(input.data);
   },

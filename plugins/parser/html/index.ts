@@ -20,7 +20,7 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import type { ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { hasByteOrderMark } from '../../../src/parsing/content-sniffing.js';
-import { decodeTextBuffer, decodeWindows1252 } from '../../../src/parsing/decode-text.js';
+import { decodeTextBuffer, decodeWindows1252, normalizeDecodedText } from '../../../src/parsing/decode-text.js';
 import { htmlToElements, type ResolvedImage } from '../../../src/parsing/html-elements.js';
 
 const embeddedImage = /^data:(image\/[\w.+-]+);base64,([A-Za-z0-9+/=\s]+)$/i;
@@ -89,8 +89,7 @@ function decodeHtml(data: Buffer): string {
   if (encoding === undefined || encoding === 'utf-8' || encoding.startsWith('utf-16') || isNonAsciiUtf8(data)) return decodeTextBuffer(data);
   // Node 20's TextDecoder reads windows-1252 (also what iso-8859-1, latin1 and ascii name) as Latin-1.
   const text = encoding === 'windows-1252' ? decodeWindows1252(data) : new TextDecoder(encoding).decode(data);
-  // As decodeTextBuffer does for every text format: one kind of line ending, and no NUL (PostgreSQL text cannot hold it).
-  return text.replace(/\r\n?/g, '\n').replaceAll('\u0000', '');
+  return normalizeDecodedText(text);
 }
 
 function parseHtml(html: string): ParsedDocument {

@@ -154,6 +154,7 @@ const pdfParser: Parser = {
   name: 'pdf',
   contentTypes: ['application/pdf'],
   extensions: ['pdf'],
+  mayHoldScans: true,
   parse(input: ParserInput): Promise<ParsedDocument> {
     return parsePdf(input.data);
   },
