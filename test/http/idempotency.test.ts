@@ -231,6 +231,17 @@ for (const backend of testBackends()) {
       const corrected = await upload('notes.txt', 'Plain notes that can be read.');
       t.equal(corrected.statusCode, 202, corrected.body);
       t.equal((await app.inject({ url: '/v1/collections/retried-refused/documents', headers: { cookie } })).json().total, 1);
+
+      // An unknown collection is answered before the body is read: the key can carry the upload once it exists.
+      const toLater = () => {
+        const body = multipartUpload([{ filename: 'later.txt', content: 'Written before its collection.', contentType: 'text/plain' }]);
+        return app.inject({ method: 'POST', url: '/v1/collections/made-later/documents', headers: { cookie, 'idempotency-key': 'refused-2', ...body.headers }, payload: body.payload });
+      };
+      t.equal((await toLater()).statusCode, 404);
+      await createTestCollection(app, { cookie }, { name: 'made-later' });
+      const landed = await toLater();
+      t.equal(landed.statusCode, 202, landed.body);
+      t.equal(landed.headers['idempotent-replayed'], undefined, 'run, not the 404 replayed');
     });
 
     await t.test('keys are scoped per caller', async (t) => {

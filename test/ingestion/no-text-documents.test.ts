@@ -5,6 +5,7 @@
  */
 import { Document, Packer } from 'docx';
 import t from 'tap';
+import { buildPdf } from '../support/document-fixtures.js';
 import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
 
 for (const backend of testBackends()) {
@@ -21,6 +22,8 @@ for (const backend of testBackends()) {
       await upload('spaces.txt', ' \n\n\t \n', 'text/plain'),
       await upload('scripts.html', '<html><head><title>Dashboard</title><script>render()</script></head><body></body></html>', 'text/html'),
       await upload('nothing.docx', await Packer.toBuffer(new Document({ sections: [{ children: [] }] }))),
+      // A page that is only a picture, as a scanner makes it.
+      await upload('scan.pdf', await buildPdf({ pages: [{ paragraphs: [], image: true }] })),
     ];
     const text = await upload('words.txt', 'Harbour pilots guide ships through the channel.', 'text/plain');
     await waitForIngestion(app, 'blank', admin);
@@ -28,7 +31,7 @@ for (const backend of testBackends()) {
     for (const id of blank) {
       const document = await read(id);
       // OCR is named only for formats that hold scans: "a scanned PDF" read oddly for a text file.
-      const ocr = document.filename.endsWith('.docx') ? ' (scanned pages and pictures need OCR first, which the service does not do)' : '';
+      const ocr = /\.(?:docx|pdf)$/.test(document.filename) ? ' (scanned pages and pictures need OCR first, which the service does not do)' : '';
       t.match(document, {
         status: 'failed', chunk_count: 0, progress: { stage: 'parsing' },
         error: `parsing failed: the file holds no text to index${ocr}`,

@@ -48,6 +48,7 @@ for (const backend of testBackends()) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     t.equal(progress?.stage, 'indexing', `while its write hangs the document says indexing (stages seen: ${seen.join(' -> ')})`);
+    t.ok(seen.includes('parsing'), 'the claim said parsing');
     t.ok(seen.indexOf('embedding') > seen.indexOf('parsing'), 'while the provider answered, it said embedding, not parsing');
     t.match(progress?.message, /^indexing chunks 1-1 of 1$/);
     release();

@@ -437,6 +437,9 @@ for (const backend of testBackends()) {
         }
         const objectTenant = await request('POST', '/v1/collections/tenants/vectors/upsert', { vectors: [{ id: 'odd', text: 'apple', embedding: atCosine(q, e, 0.5), metadata: { tenant: { id: 'a' } } }] });
         t.match(await refused(t, objectTenant, 400, `${mode}: upsert with an object for the tenant`), /metadata\.tenant must be a non-empty string, a number or a boolean, the tenant; it is an object$/);
+        const form = multipartUpload([{ filename: 'odd.txt', content: 'apple', contentType: 'text/plain' }], { metadata: '{"tenant":""}' });
+        const emptyTenant = await app.inject({ method: 'POST', url: '/v1/collections/tenants/documents', headers: { ...admin, ...form.headers }, payload: form.payload });
+        t.equal(await refused(t, emptyTenant, 400, `${mode}: upload with an empty tenant`), 'metadata.tenant must be a non-empty string, a number or a boolean, the tenant; it is an empty string');
         for (const [value, kind] of [['', 'an empty string'], [null, 'null'], [{ $eq: '' }, 'an empty string']] as const) {
           const response = await request('POST', '/v1/collections/tenants/query', { query: 'apple', search_mode: mode, filters: { tenant: value } });
           t.equal(await refused(t, response, 400, `${mode}: tenant ${JSON.stringify(value)}`), `filters.tenant must be a non-empty string, a number or a boolean, the tenant; it is ${kind}`, 'says what is wrong with it, not that it is missing');

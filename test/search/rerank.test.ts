@@ -102,6 +102,12 @@ for (const backend of testBackends()) {
       t.same(unreachable.results, [], 'a floor above every reranked score keeps nothing');
       const fused = await api.ok('POST', '/v1/query', { collections: ['plain'], query: QUERY, top_k: 5, rerank: true, min_score: floor });
       t.same(ids(fused), ids(reranked).slice(0, 2), '/v1/query applies it to collection_score, the reranked score');
+      const batch = await api.ok('POST', '/v1/batch/query', { queries: [{ collection: 'plain', query: QUERY, top_k: 5, rerank: true, min_score: floor }] });
+      t.same(ids(batch.results[0]), ids(reranked).slice(0, 2), 'so does a batch item');
+      await makeCollection('floored', { reranking_enabled: true, default_min_score: floor });
+      const byDefault = await api.query('floored', { query: QUERY, top_k: 5 });
+      t.ok(byDefault.results.length > 0 && byDefault.results.every((result: { score: number }) => result.score >= floor), 'default_min_score is a floor on the reranked scores');
+      t.ok(byDefault.results.length < (await api.query('floored', { query: QUERY, top_k: 5, min_score: -1 })).results.length, 'and it drops some');
     });
 
     await t.test('candidates beyond top_k are read: the best may come from further down', async (t) => {
