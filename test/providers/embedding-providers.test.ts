@@ -8,6 +8,9 @@
  * The app keeps at most 2 requests in flight per collection, so that a slice of 256 chunks is cut
  * by the providers' own limits (Cohere 96, self-hosted 32) rather than spread below them.
  */
+import { readFile } from 'node:fs/promises';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { assertError } from '../support/assertions.js';
 import { startProviderFake, type ProviderFake, type Route } from '../support/provider-fakes.js';
@@ -194,6 +197,25 @@ for (const backend of testBackends()) {
       t.match(document.error, /^embedding failed: openai_compatible could not be reached: ENOTFOUND/);
       const query = await api.send('POST', '/v1/collections/no-such-host/query', { query: 'harbour', search_mode: 'semantic' });
       assertError(t, query, 502, /^openai_compatible could not be reached: ENOTFOUND/, 'query');
+    });
+
+    await t.test('a certificate the service refuses: the document fails at once, not retried later', async (t) => {
+      // A self-signed certificate (test/support/tls): no retry makes it trusted.
+      const tls = new URL('../support/tls/', import.meta.url);
+      const server = https.createServer({ key: await readFile(new URL('self-signed.key', tls)), cert: await readFile(new URL('self-signed.crt', tls)) }, (_request, response) => response.end('{}'));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+      const { port } = server.address() as AddressInfo;
+      await api.createCollection({ name: 'self-signed', embedding_provider: 'openai_compatible', embedding_model: 'nomic-embed-text', dimension: 64, embedding_base_url: `https://127.0.0.1:${port}/v1` });
+      const { id } = await api.upload('self-signed', 'a.txt', 'Some text about tides.');
+      let document: any;
+      for (let waited = 0; waited < 30_000; waited += 50) {
+        document = await api.ok('GET', `/v1/collections/self-signed/documents/${id}`);
+        if (document.status === 'failed' || document.progress?.message?.includes('will retry')) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      t.equal(document.status, 'failed', `not set back to be retried: ${document.progress?.message}`);
+      t.match(document.error, /^embedding failed: openai_compatible could not be reached: DEPTH_ZERO_SELF_SIGNED_CERT/);
     });
 
     await t.test('an unknown model: the provider says so', async (t) => {
