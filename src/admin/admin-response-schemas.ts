@@ -9,6 +9,7 @@ import { Type } from 'typebox';
 import { EMBEDDING_PROVIDERS } from '../collections/collection-input.js';
 import { literalUnion } from '../http/literal-union.js';
 import { Nullable, PageOf, Timestamp } from '../http/response-schemas.js';
+import { SETTING_SOURCES } from '../settings/settings.service.js';
 
 const SettingValue = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
 
@@ -17,7 +18,7 @@ const SettingView = Type.Object({
   key: Type.String(),
   value: SettingValue,
   default: SettingValue,
-  source: literalUnion(['database', 'environment', 'default'] as const, { description: 'saved by an admin, set by the environment (upper-case key), or the default' }),
+  source: literalUnion(SETTING_SOURCES, { description: 'saved by an admin, set by the environment (upper-case key), or the default' }),
   description: Type.String(),
 }, { additionalProperties: false });
 

@@ -4,6 +4,7 @@
  * test/http/openapi-responses-documents.test.ts). Each mirrors the function that builds the body.
  */
 import { Type } from 'typebox';
+import { DATABASE_KINDS } from '../db/database.js';
 import { CHUNK_STRATEGIES, DOCUMENT_STATUSES, SEARCH_MODES } from '../db/entities/index.js';
 import { literalUnion } from '../http/literal-union.js';
 import { Nullable, PageOf, Timestamp } from '../http/response-schemas.js';
@@ -110,7 +111,7 @@ export const InstanceStatsView = Type.Object({
   storage: StorageBytes,
   queries_last_24h: Type.Integer(),
   ingestion_queue: Type.Integer({ description: 'jobs queued or running' }),
-  database: Type.Union([Type.Literal('pglite'), Type.Literal('postgresql')]),
+  database: literalUnion(DATABASE_KINDS),
   vector_store: Type.String({ description: 'the vector store plugin' }),
   keyword_index: Type.String({ description: 'the keyword index plugin' }),
   embedding: Type.Object({

@@ -17,9 +17,11 @@ export interface DatabaseOptions {
   debug?: boolean;
 }
 
+export const DATABASE_KINDS = ['pglite', 'postgresql'] as const;
+
 export interface Database {
   orm: MikroORM;
-  kind: 'pglite' | 'postgresql';
+  kind: typeof DATABASE_KINDS[number];
   /** A fresh EntityManager fork: one per unit of work; only the SQL runner shares one, for statements outside transactions. */
   fork(): EntityManager;
   ping(timeoutMs?: number): Promise<void>;

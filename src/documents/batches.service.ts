@@ -17,7 +17,8 @@ export interface BatchEntry {
   error?: { status: number; detail: string };
 }
 
-export type BatchSource = 'upload' | 'session';
+export const BATCH_SOURCES = ['upload', 'session'] as const;
+export type BatchSource = typeof BATCH_SOURCES[number];
 
 export interface BatchRecord {
   id: string;

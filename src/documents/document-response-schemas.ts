@@ -7,7 +7,7 @@ import { Type } from 'typebox';
 import { DOCUMENT_STATUSES } from '../db/entities/index.js';
 import { literalUnion } from '../http/literal-union.js';
 import { Nullable, PageOf, Timestamp } from '../http/response-schemas.js';
-import { BATCH_ENTRY_STATUSES } from './batches.service.js';
+import { BATCH_ENTRY_STATUSES, BATCH_SOURCES } from './batches.service.js';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
 
@@ -115,7 +115,7 @@ export const BatchStatusView = Type.Object(batchSummaryFields, { additionalPrope
 export const BatchView = Type.Object({
   ...batchSummaryFields,
   collection: Type.String(),
-  source: Type.Union([Type.Literal('upload'), Type.Literal('session')], { description: 'a batch upload or a completed upload session' }),
+  source: literalUnion(BATCH_SOURCES, { description: 'a batch upload or a completed upload session' }),
   created_at: Timestamp,
   documents: Type.Array(Type.Union([
     Type.Object({ ...documentFields, duplicate: Type.Boolean() }, { additionalProperties: false }),

@@ -1,12 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { DATABASE_KINDS } from '../db/database.js';
+import { literalUnion } from '../http/literal-union.js';
 import { OPEN } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 
 const Liveness = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 const Readiness = Type.Object({
   status: Type.Literal('ready'),
-  database: Type.Union([Type.Literal('pglite'), Type.Literal('postgresql')], { description: 'the database backend' }),
+  database: literalUnion(DATABASE_KINDS, { description: 'the database backend' }),
 }, { additionalProperties: false });
 
 export const healthRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {

@@ -5,11 +5,15 @@ import {
   SETTING_DEFINITIONS, SETTINGS_BY_KEY, settingFromEnvironment, settingValueError, type SettingValue,
 } from './setting-definitions.js';
 
+/** Where a setting's value comes from: saved by an admin, set by the environment, or the default. */
+export const SETTING_SOURCES = ['database', 'environment', 'default'] as const;
+export type SettingSource = typeof SETTING_SOURCES[number];
+
 export interface SettingView {
   key: string;
   value: SettingValue;
   default: SettingValue;
-  source: 'database' | 'environment' | 'default';
+  source: SettingSource;
   description: string;
 }
 

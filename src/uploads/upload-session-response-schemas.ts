@@ -8,12 +8,13 @@ import { AdmittedDocumentView } from '../documents/document-response-schemas.js'
 import { ON_DUPLICATE } from '../documents/document-intake.js';
 import { literalUnion } from '../http/literal-union.js';
 import { Nullable, Timestamp } from '../http/response-schemas.js';
+import { SESSION_STATUSES } from './upload-sessions.service.js';
 
 
 const sessionFields = {
   id: Type.String({ format: 'uuid' }),
   collection: Type.String(),
-  status: literalUnion(['open', 'completing', 'completed', 'cancelled'] as const, {
+  status: literalUnion(SESSION_STATUSES, {
     description: 'open, then completing while its documents are ingested and completed once every one is ready or failed; or cancelled',
   }),
   metadata: Type.Record(Type.String(), Type.Unknown(), { description: 'metadata of every document the session creates' }),

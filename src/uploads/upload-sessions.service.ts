@@ -14,7 +14,8 @@ import type { ReceivedFile } from './multipart-files.js';
  * `open` → `completing` (its documents are being ingested) → `completed` (every one ready or
  * failed), or `open` → `cancelled`. Any other transition is a 409 naming the current state.
  */
-export type SessionStatus = 'open' | 'completing' | 'completed' | 'cancelled';
+export const SESSION_STATUSES = ['open', 'completing', 'completed', 'cancelled'] as const;
+export type SessionStatus = typeof SESSION_STATUSES[number];
 
 export interface SessionRow {
   id: string;
