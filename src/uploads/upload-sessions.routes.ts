@@ -11,6 +11,7 @@ import { isRefused, receiveMultipartFiles, removeReceived, type ReceivedFile } f
 import { SessionFilesForm } from './upload-forms.js';
 import { addSessionFiles, assertOpen, cancelSession, completeSession, createSession, findSession, sessionView } from './upload-sessions.service.js';
 import { literalUnion } from '../http/literal-union.js';
+import { PageQuery } from '../http/pagination.js';
 import { CompletedUploadSessionView, UploadSessionView } from './upload-session-response-schemas.js';
 
 const SessionParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
@@ -41,7 +42,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
     config: { ...scope('document:upload'), openapi: { body: SessionFilesForm, response: UploadSessionView } },
     schema: {
       tags, params: SessionParams, consumes: ['multipart/form-data'],
-      summary: 'Add files (multipart `file` parts, streamed to storage). All or nothing: one refused file (415, 413, empty) refuses the request',
+      summary: 'Add files (multipart `file` parts, streamed to storage). All or nothing: one refused file (415, 413, empty) refuses the request. The answer\'s `files` are the files this request added',
     },
   }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
@@ -53,7 +54,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
       refusals: 'throw', inlineMaxBytes: 0, partRule: 'Send the files in multipart parts named "file"',
     });
     const received = outcomes.filter((outcome): outcome is ReceivedFile => !isRefused(outcome));
-    let updated;
+    let added;
     try {
       // A field here was silently ignored: a client sending `metadata` with the files thought it applied.
       const [field] = Object.keys(fields);
@@ -61,12 +62,12 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
         throw new BadRequestError(`Field "${field}" is not taken here: a session's metadata and on_duplicate are set when it is opened (POST .../uploads); this request takes "file" parts only`);
       }
       if (received.length === 0) throw new BadRequestError('No files in the request: send each in a multipart part named "file"');
-      updated = await addSessionFiles(sql, session, received);
+      added = await addSessionFiles(sql, session, received);
     } catch (error) {
       await removeReceived(files, outcomes);
       throw error;
     }
-    return sessionView(sql, collection, updated);
+    return sessionView(sql, collection, added.session, { ids: added.added });
   });
 
   app.post('/v1/collections/:name/uploads/:id/complete', {
@@ -81,10 +82,13 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
 
   app.get('/v1/collections/:name/uploads/:id', {
     config: { ...scope('document:read'), openapi: { response: UploadSessionView } },
-    schema: { tags, params: SessionParams, summary: 'The session: status, files and, once completed, its batch' },
+    schema: {
+      tags, params: SessionParams, querystring: PageQuery,
+      summary: 'The session: status, file_count and total_bytes, a page of its files in upload order (`limit`, `offset`) and, once completed, its batch',
+    },
   }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
-    return sessionView(sql, collection, await findSession(sql, collection, request.params.id));
+    return sessionView(sql, collection, await findSession(sql, collection, request.params.id), request.query);
   });
 
   app.delete('/v1/collections/:name/uploads/:id', {

@@ -5,6 +5,7 @@ import { admittedEntry, batchStatus, discardBatch, findBatch, newBatchId, openBa
 import { admitFiles, serializeAdmitted, type IntakeRuntime, type OnDuplicate } from '../documents/document-intake.js';
 import { checkMetadata } from '../documents/metadata-rules.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
+import { DEFAULT_PAGE_LIMIT } from '../http/pagination.js';
 import type { SqlRunner } from '../plugins.js';
 import type { ReceivedFile } from './multipart-files.js';
 
@@ -71,7 +72,8 @@ export function assertOpen(session: SessionRow, action: string): void {
  * Records stored files in the session, in one statement that only writes while the session is open;
  * returns the session as it is now.
  */
-export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files: ReceivedFile[]): Promise<SessionRow> {
+/** Adds files to an open session; answers the session and the ids of the files added, in order. */
+export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files: ReceivedFile[]): Promise<{ session: SessionRow; added: string[] }> {
   const rows = files.map((file, index) => ({
     id: randomUUID(), ord: index, filename: file.filename, content_type: file.contentType, size_bytes: file.upload.sizeBytes,
     sha256: file.upload.sha256, storage_key: file.upload.storageKey,
@@ -87,7 +89,7 @@ export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files
   // Completed or cancelled while the files were streaming in.
   if (inserted.length === 0 && rows.length > 0) throw await noLongerOpen(sql, session, 'take files');
   const [updated] = await sql<SessionRow>('update upload_sessions set updated_at = now() where id = ? returning *', [session.id]);
-  return updated ?? session;
+  return { session: updated ?? session, added: rows.map((row) => row.id) };
 }
 
 /**
@@ -157,10 +159,17 @@ async function batchDone(sql: SqlRunner, collection: CollectionRecord, batchId: 
 }
 
 /**
+ * Which files a session view lists: a page of them in upload order, or those a request just added.
+ * A session may hold tens of thousands of files; listing all of them in every answer made adding
+ * files one request at a time quadratic in bytes sent back.
+ */
+export type SessionFilesShown = { limit: number; offset: number } | { ids: string[] };
+
+/**
  * The session as the API shows it. A `completing` session whose batch has finished (every
  * document ready or failed) is `completed` from then on.
  */
-export async function sessionView(sql: SqlRunner, collection: CollectionRecord, session: SessionRow) {
+export async function sessionView(sql: SqlRunner, collection: CollectionRecord, session: SessionRow, shown: SessionFilesShown = { limit: DEFAULT_PAGE_LIMIT, offset: 0 }) {
   let current = session;
   if (current.status === 'completing' && current.batch_id) {
     if (await batchDone(sql, collection, current.batch_id)) {
@@ -170,7 +179,12 @@ export async function sessionView(sql: SqlRunner, collection: CollectionRecord, 
       current = updated ?? current;
     }
   }
-  const files = await sessionFiles(sql, current.id);
+  const [totals] = await sql<{ count: string | number; bytes: string | number }>(
+    'select count(*) as count, coalesce(sum(size_bytes), 0) as bytes from upload_session_files where session_id = ?', [current.id],
+  );
+  const files = 'ids' in shown
+    ? await sql<SessionFileRow>('select * from upload_session_files where id = any(?::uuid[]) order by created_at, id', [shown.ids])
+    : await sql<SessionFileRow>('select * from upload_session_files where session_id = ? order by created_at, id limit ? offset ?', [current.id, shown.limit, shown.offset]);
   return {
     id: current.id,
     collection: collection.name,
@@ -178,8 +192,8 @@ export async function sessionView(sql: SqlRunner, collection: CollectionRecord, 
     metadata: current.metadata,
     on_duplicate: current.on_duplicate,
     batch_id: current.batch_id,
-    file_count: files.length,
-    total_bytes: files.reduce((sum, file) => sum + Number(file.size_bytes), 0),
+    file_count: Number(totals!.count),
+    total_bytes: Number(totals!.bytes),
     files: files.map((file) => ({
       id: file.id, filename: file.filename, content_type: file.content_type, size_bytes: Number(file.size_bytes), sha256: file.sha256,
       document_id: file.document_id, created_at: iso(file.created_at),

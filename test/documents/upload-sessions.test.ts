@@ -50,11 +50,26 @@ for (const backend of testBackends()) {
         { filename: '../../kingfishers.txt', content: paragraph('Kingfishers') },
       ]);
       t.equal(second.statusCode, 200);
+      t.match(second.json(), { file_count: 3 }, 'the answer counts every file of the session');
+      t.same(second.json().files.map((file: any) => file.filename), ['herons.md', 'kingfishers.txt'], 'and lists the files this request added');
       const view = await get(session.id);
       t.match(view, { status: 'open', file_count: 3 });
       t.same(view.files.map((file: any) => file.filename), ['otters.txt', 'herons.md', 'kingfishers.txt'], 'in upload order, display names only');
       t.ok(view.files.every((file: any) => file.document_id === null && /^[0-9a-f]{64}$/.test(file.sha256)));
       t.equal(view.total_bytes, view.files.reduce((sum: number, file: any) => sum + file.size_bytes, 0));
+      const pageOf = async (query: string) => {
+        const response = await app.inject({ url: `${base}/${session.id}?${query}`, headers: admin });
+        t.equal(response.statusCode, 200, query);
+        return response.json();
+      };
+      const firstPage = await pageOf('limit=2');
+      t.same(firstPage.files.map((file: any) => file.filename), ['otters.txt', 'herons.md'], 'limit pages the files');
+      t.match(firstPage, { file_count: 3, total_bytes: view.total_bytes }, 'the totals are of every file, not of the page');
+      t.same((await pageOf('limit=2&offset=2')).files.map((file: any) => file.filename), ['kingfishers.txt'], 'offset');
+      t.same((await pageOf('offset=3')).files, [], 'past the end');
+      for (const query of ['limit=0', 'limit=501', 'offset=-1', 'limit=two']) {
+        assertError(t, await app.inject({ url: `${base}/${session.id}?${query}`, headers: admin }), 400, /limit|offset/, query);
+      }
       t.equal(storedFiles().length, 3, 'files are stored as they arrive');
       const listed = (await app.inject({ url: '/v1/collections/sessions/documents', headers: admin })).json();
       t.equal(listed.total, 0, 'no document before completion');
