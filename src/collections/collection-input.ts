@@ -41,12 +41,19 @@ export const CollectionCreateBody = Type.Object({
 export type CollectionCreateInput = Static<typeof CollectionCreateBody>;
 
 /**
- * Refuses a `tenant_field` with an empty path segment ("a..b", ".a", "a."): the filter engine
- * refuses such a field, so every query of the collection would be refused.
+ * Refuses a `tenant_field` that no query could name, so that every query of the collection would be
+ * refused: one with an empty path segment ("a..b", ".a", "a."), which the filter engine refuses, or
+ * one a JSON body cannot carry ("__proto__", "constructor.prototype": see acceptJsonBodies).
  */
 export function assertTenantFieldPath(field: string | null | undefined): void {
-  if (field && !metadataFieldPath(field)) {
+  if (!field) return;
+  const path = metadataFieldPath(field);
+  if (!path) {
     throw new BadRequestError(`tenant_field "${field}" has an empty path segment: it is a dotted path into nested metadata ("org.id" names {"org": {"id": ...}})`);
+  }
+  const refusedKey = path.some((segment, index) => segment === '__proto__' || (segment === 'constructor' && path[index + 1] === 'prototype'));
+  if (refusedKey) {
+    throw new BadRequestError(`tenant_field "${field}" names a "__proto__" key, or "constructor" with "prototype" in it: JSON bodies with such keys are refused, so no query could carry the tenant`);
   }
 }
 

@@ -77,7 +77,8 @@ const round = (milliseconds: number) => Math.round(milliseconds * 100) / 100;
 export function queryTenant(collection: CollectionRecord, filter: Record<string, unknown> | null | undefined): string | null {
   const field = collection.tenantField;
   if (!field) return null;
-  const condition = filter?.[field];
+  // Own keys only: a tenant field named "constructor" read Object.prototype's when the filter had none.
+  const condition = filter && Object.hasOwn(filter, field) ? filter[field] : undefined;
   const value = typeof condition === 'object' && condition !== null && !Array.isArray(condition) ? (condition as Record<string, unknown>).$eq : condition;
   const tenant = tenantText(value, `filters.${field}`);
   if (tenant !== undefined) return tenant;

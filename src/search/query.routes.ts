@@ -23,7 +23,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   });
 
   app.post('/v1/query', {
-    config: { ...scope('query:read'), acceptsUnstorableValues: true, openapi: { response: MultiCollectionQueryResponse, errors: [502] } },
+    config: { ...scope('query:read'), acceptsUnstorableValues: true, openapi: { response: MultiCollectionQueryResponse, errors: [404, 502] } },
     schema: { tags, summary: 'Query several collections; results are fused by RRF and name their collection', body: MultiCollectionQueryBody },
   }, async (request) => {
     const started = performance.now();

@@ -145,6 +145,10 @@ for (const backend of testBackends()) {
       for (const [index, field] of ['a..b', '.a', 'a.', '.'].entries()) {
         assertError(t, await create({ name: `empty-segment-${index}`, tenant_field: field }), 400, /^tenant_field ".*" has an empty path segment/, `tenant_field ${JSON.stringify(field)}`);
       }
+      // JSON bodies with these keys are refused, so no query could carry the tenant: the collection could be filled, never searched.
+      for (const [index, field] of ['__proto__', 'org.__proto__', 'constructor.prototype', 'a.constructor.prototype.b'].entries()) {
+        assertError(t, await create({ name: `proto-tenant-${index}`, tenant_field: field }), 400, /^tenant_field ".*" names a "__proto__" key, or "constructor" with "prototype" in it/, `tenant_field ${JSON.stringify(field)}`);
+      }
       assertError(t, await create({ name: 'bad-provider', embedding_provider: 'acme-embeddings' }), 400, /embedding_provider/, 'unknown provider');
       assertError(t, await create({ name: 'bad-mode', default_search_mode: 'fuzzy' }), 400, /default_search_mode/, 'unknown search mode');
       assertError(t, await create({ name: 'bad-strategy', chunk_strategy: 'sentences' }), 400, /chunk_strategy/, 'unknown chunk strategy');

@@ -103,5 +103,17 @@ for (const backend of testBackends()) {
         t.same(response.json().results.map((result: { document_id: string }) => result.document_id), [id], `tenant ${JSON.stringify(tenant)} finds its own document alone`);
       }
     });
+
+    await t.test('a tenant field named like an Object.prototype member ("constructor") is read from the request alone', async (t) => {
+      await createTestCollection(app, admin, { name: 'constructor-tenants', tenant_field: 'constructor' });
+      const query = (filters: unknown) => app.inject({ method: 'POST', url: '/v1/collections/constructor-tenants/query', headers: admin, payload: { query: 'zebras', ...(filters === undefined ? {} : { filters }) } });
+      for (const filters of [undefined, { other: 1 }]) {
+        assertError(t, await query(filters), 400, /^filters\.constructor is required: collection constructor-tenants separates tenants by "constructor"/, `filters ${JSON.stringify(filters)}`);
+      }
+      const body = multipartUpload([{ filename: 'zebras.txt', content: 'Zebras graze on the savanna at dawn.', contentType: 'text/plain' }], { metadata: '{}' });
+      const upload = await app.inject({ method: 'POST', url: '/v1/collections/constructor-tenants/documents', headers: { ...admin, ...body.headers }, payload: body.payload });
+      assertError(t, upload, 400, /^metadata\.constructor is required/, 'upload without it');
+      t.equal((await query({ constructor: 'acme' })).statusCode, 200, 'with it');
+    });
   });
 }

@@ -138,6 +138,7 @@ for (const backend of testBackends()) {
     const exe = multipartUpload([{ filename: 'x.exe', content: Buffer.from([0x4d, 0x5a, 0x90, 0x00]), contentType: 'application/x-msdownload' }]);
     const errors: Array<[number, () => Promise<{ statusCode: number }>]> = [
       [404, () => call('GET', '/v1/collections/{name}', '/v1/collections/no-such-collection')],
+      [404, () => call('POST', '/v1/query', '/v1/query', { payload: { query: 'otters', collections: ['documented', 'no-such-collection'] } })],
       [409, () => call('POST', '/v1/collections', '/v1/collections', { payload: { name: 'documented' } })],
       [400, () => call('POST', '/v1/collections', '/v1/collections', { payload: { name: 'bad name!' } })],
       [401, () => call('GET', '/v1/collections', '/v1/collections', { headers: {} })],
@@ -162,7 +163,7 @@ for (const backend of testBackends()) {
     const doc = await openApiDocument(app);
     const parameter = (path: string, name: string) => doc.paths[path]!.get!.parameters!.find((candidate) => candidate.name === name)!;
 
-    for (const path of ['/v1/collections', '/v1/admin/users', '/v1/embeddings/models', '/v1/collections/{name}/documents', '/v1/collections/{name}/documents/{id}/chunks']) {
+    for (const path of ['/v1/collections', '/v1/admin/users', '/v1/embeddings/models', '/v1/collections/{name}/documents', '/v1/collections/{name}/documents/{id}/chunks', '/v1/collections/{name}/uploads/{id}']) {
       t.match(parameter(path, 'limit'), { in: 'query', required: false, schema: { default: 50 } }, `${path}: limit is optional, 50 by default`);
       t.match(parameter(path, 'offset'), { in: 'query', required: false, schema: { default: 0 } }, `${path}: offset is optional, 0 by default`);
     }

@@ -35,6 +35,13 @@ for (const backend of testBackends()) {
       t.equal((await app.inject({ url: '/v1/collections/numbers/documents', headers: admin })).json().total, 0, 'no document');
     });
 
+    await t.test('a filter compares with 1e400: 400 saying the number is beyond a double, in every operator', async (t) => {
+      for (const filter of ['{"n":1e400}', '{"n":{"$ne":-1e400}}', '{"n":{"$in":[1,1e400]}}', '{"n":{"$gt":1e400}}']) {
+        const response = await sendJson('POST', '/v1/collections/numbers/query', `{"query":"plain words","filters":${filter}}`);
+        assertError(t, response, 400, /^Operator "\$\w+" on field "n" needs a finite number: -?1e400 and the like are beyond a double$/, filter);
+      }
+    });
+
     await t.test('a query compares with an infinite min_score: 200, no results', async (t) => {
       t.same((await sendJson('POST', '/v1/collections/numbers/vectors/upsert', '{"vectors":[{"id":"a","embedding":[1,0,0,0],"text":"plain words"}]}')).json(), { upserted: 1 });
       const response = await sendJson('POST', '/v1/collections/numbers/query', '{"query":"plain words","search_mode":"keyword","min_score":1e400,"skip_cache":true}');

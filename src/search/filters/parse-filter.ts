@@ -37,6 +37,11 @@ function isScalar(value: unknown): value is FilterScalar {
   return value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
 }
 
+/** JSON.parse reads 1e400 as Infinity: a number, but none that stored metadata (jsonb) can hold. */
+function beyondDouble(operator: string, field: string, value: number): BadRequestError {
+  return new BadRequestError(`Operator "${operator}" on field "${field}" needs a finite number: ${value > 0 ? '' : '-'}1e400 and the like are beyond a double`);
+}
+
 class FilterParser {
   private nodeCount = 0;
 
@@ -108,7 +113,7 @@ class FilterParser {
         if (typeof value === 'string') assertEncodable(value, 'Filter strings');
         else if (typeof value !== 'number') throw new BadRequestError(`Operator "${operator}" on field "${field}" needs a number or a string`);
         // Stored metadata holds no infinity (jsonb cannot), so such a bound could only match all or nothing.
-        else if (!Number.isFinite(value)) throw new BadRequestError(`Operator "${operator}" on field "${field}" needs a finite number: ${value > 0 ? '' : '-'}1e400 and the like are beyond a double`);
+        else if (!Number.isFinite(value)) throw beyondDouble(operator, field, value);
         return { operator, value };
       case '$in':
       case '$nin':
@@ -127,6 +132,7 @@ class FilterParser {
   }
 
   private scalar(value: unknown, field: string, operator: string): FilterScalar {
+    if (typeof value === 'number' && !Number.isFinite(value)) throw beyondDouble(operator, field, value);
     if (!isScalar(value)) {
       const hint = operator === '$eq' && Array.isArray(value) ? ' (use {"$in": [...]} to match any of several values)' : '';
       throw new BadRequestError(`Operator "${operator}" on field "${field}" takes a string, number, boolean or null${hint}`);
