@@ -5,7 +5,6 @@ import { AllowedMethods } from './allowed-methods.js';
 import { describeValidationErrors } from './validation.js';
 
 const FASTIFY_CODES_TO_STATUS: Record<string, number> = {
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 415,
   FST_REQ_FILE_TOO_LARGE: 413,
   FST_FILES_LIMIT: 413,
   FST_PARTS_LIMIT: 413,
@@ -20,6 +19,14 @@ const TRUNCATED_MULTIPART = /unexpected end of (multipart data|form)/i;
 
 function pathOf(request: FastifyRequest): string {
   return request.url.split('?')[0] ?? request.url;
+}
+
+/** What the route reads instead: multipart for uploads (their schema's `consumes`), JSON elsewhere. */
+function unsupportedMediaTypeDetail(request: FastifyRequest): string {
+  const sent = request.headers['content-type']?.split(';')[0]?.trim() || 'none';
+  const consumes = (request.routeOptions.schema as { consumes?: string[] } | undefined)?.consumes;
+  const expected = consumes?.includes('multipart/form-data') ? 'multipart/form-data' : 'application/json';
+  return `Content-Type ${sent} is not read by ${request.method} ${pathOf(request)}: send ${expected}`;
 }
 
 function methodNotAllowed(reply: FastifyReply, method: string, path: string, allowed: string[]) {
@@ -68,6 +75,10 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
     if (request.raw.readableAborted) {
       request.log.info({ err: error }, 'the client closed the connection before its request body arrived');
       return reply.code(400).send({ detail: 'The client closed the connection before the request body arrived', code: 'client_closed' });
+    }
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      // Fastify says only "Unsupported Media Type"; the client needs to know what to send instead.
+      return reply.code(415).send({ detail: unsupportedMediaTypeDetail(request), code: 'unsupported_media_type' });
     }
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       // Fastify's "Request body is too large" does not say how large a body may be.

@@ -83,8 +83,13 @@ export function displayFilename(raw: string | undefined): string {
   const name = base === '.' || base === '..' ? '' : base;
   if (name.length <= maxFilenameLength) return name || 'upload';
   const extension = /\.[A-Za-z0-9]{1,16}$/.exec(name)?.[0] ?? '';
-  return name.slice(0, maxFilenameLength - extension.length) + extension;
+  let end = maxFilenameLength - extension.length;
+  // Not between the halves of a surrogate pair (an emoji): half of one is no character, and jsonb refuses it.
+  if (isHighSurrogate(name.charCodeAt(end - 1))) end -= 1;
+  return name.slice(0, end) + extension;
 }
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
 
 /**
  * Streams one file part to storage (or keeps a small one in memory for the database), or says why

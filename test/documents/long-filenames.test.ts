@@ -21,5 +21,20 @@ for (const backend of testBackends()) {
     t.equal(document!.status, 'ready');
     const elements = (await app.inject({ url: `/v1/collections/named/documents/${document!.id}/elements`, headers: admin })).json().data;
     t.same(elements.map((element: { text: string }) => element.text), ['city: Oslo', 'berths: 4'], 'parsed as JSON (one element per top-level key)');
+
+    // 1,021 UTF-16 units before ".md" fall between the halves of an emoji: the cut keeps whole characters (it was a 500).
+    const emojiName = `${'🎉'.repeat(1100)}.md`;
+    const uploads = {
+      single: { url: '/v1/collections/named/documents', name: (answer: any) => answer.filename },
+      batch: { url: '/v1/collections/named/documents/batch', name: (answer: any) => answer.documents[0].filename },
+    };
+    for (const [how, { url, name }] of Object.entries(uploads)) {
+      const emoji = multipartUpload([{ filename: emojiName, content: `# Party ${how}\n\nBalloons and streamers.`, contentType: 'text/markdown' }]);
+      const answer = await app.inject({ method: 'POST', url, headers: { ...admin, ...emoji.headers }, payload: emoji.payload });
+      t.equal(answer.statusCode, 202, `${how}: ${answer.body.slice(0, 200)}`);
+      const cut = name(answer.json()) as string;
+      t.equal(cut, `${'🎉'.repeat(510)}.md`, `${how}: whole emoji up to the limit, then the extension`);
+      t.notOk(/[\ud800-\udbff](?![\udc00-\udfff])/.test(cut), `${how}: no half of a surrogate pair`);
+    }
   });
 }

@@ -136,6 +136,7 @@ for (const backend of testBackends()) {
       for (const type of ['text/plain', 'text/plain; charset=utf-8', 'application/xml', 'text/xml', 'application/x-www-form-urlencoded']) {
         response = await app.inject({ method: 'POST', url: '/v1/admin/users', headers: { cookie, 'content-type': type }, payload: body });
         assertErrorBody(t, response, 415, `${type} body`);
+        t.equal(response.json().detail, `Content-Type ${type.split(';')[0]} is not read by POST /v1/admin/users: send application/json`, `${type}: says what to send`);
       }
       response = await app.inject({ method: 'POST', url: '/v1/admin/users', headers: { cookie, 'content-type': 'application/xml' }, payload: '<user><email>x@example.com</email></user>' });
       assertErrorBody(t, response, 415, 'an XML document');
