@@ -27,7 +27,7 @@ export const CollectionView = Type.Object({
   tenant_field: Nullable(Type.String({ description: 'metadata key (or dotted path) of the tenant' })),
   metadata_schema: Nullable(Type.Record(Type.String(), Type.Unknown())),
   reranking_enabled: Type.Boolean(),
-  reranking_model: Nullable(Type.String()),
+  reranking_model: Type.String({ description: '"local" (the built-in reranker, also when none was set) or <provider>/<model>' }),
   reranking_base_url: Nullable(Type.String()),
   has_reranking_api_key: Type.Boolean({ description: 'the collection has its own reranking API key' }),
   multimodal_enabled: Type.Boolean(),

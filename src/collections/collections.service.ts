@@ -211,7 +211,8 @@ export function serializeCollection(collection: CollectionRecord) {
     tenant_field: collection.tenantField ?? null,
     metadata_schema: collection.metadataSchema ?? null,
     reranking_enabled: collection.rerankingEnabled,
-    reranking_model: collection.rerankingModel ?? null,
+    // No model is the built-in one (api-contract 3): the record shows what reranking runs.
+    reranking_model: collection.rerankingModel ?? 'local',
     reranking_base_url: collection.rerankingBaseUrl ?? null,
     has_reranking_api_key: Boolean(collection.rerankingApiKeySealed),
     multimodal_enabled: collection.multimodalEnabled,

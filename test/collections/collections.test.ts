@@ -69,6 +69,13 @@ for (const backend of testBackends()) {
       const fetched = await get('defaults');
       t.equal(fetched.statusCode, 200);
       t.same(fetched.json(), body, 'GET returns the same record');
+      // api-contract 3: local is the default when reranking is enabled without a model; the record showed null.
+      t.equal(body.reranking_model, 'local', 'the reranker that would run');
+      const enabled = await create({ name: 'rerank-default', reranking_enabled: true });
+      t.match(enabled.json(), { reranking_enabled: true, reranking_model: 'local' }, 'enabled without a model: local');
+      const patched = await app.inject({ method: 'PATCH', url: '/v1/collections/rerank-default', headers: admin, payload: { reranking_model: null } });
+      t.match(patched.json(), { reranking_model: 'local' }, 'a model set back to null is local again');
+      t.equal((await app.inject({ method: 'DELETE', url: '/v1/collections/rerank-default', headers: admin })).statusCode, 204, 'the later tests count the collections');
     });
 
     await t.test('create with every field; api keys are write-only; null clears them', async (t) => {
