@@ -65,7 +65,7 @@ export const adminEmbeddingPresetRoutes: FastifyPluginAsyncTypebox<{ services: A
   app.get('/v1/admin/embedding-presets/:id', { config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetView } }, schema: { tags, params: IdParams } }, async (request) =>
     serializePreset(await presets.get(request.params.id)));
 
-  app.patch('/v1/admin/embedding-presets/:id', { config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetView } }, schema: { tags, params: IdParams, body: PresetUpdateBody } }, async (request) => {
+  app.patch('/v1/admin/embedding-presets/:id', { config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetView } }, schema: { tags, summary: 'Update a preset; a new provider takes only the api_key and base_url sent with it', params: IdParams, body: PresetUpdateBody } }, async (request) => {
     const preset = await presets.update(request.params.id, request.body);
     await audit(requireActor(request), 'embedding_preset.update', preset.id, { fields: Object.keys(request.body) });
     return serializePreset(preset);

@@ -9,6 +9,7 @@ import { BadRequestError, ConflictError, NotFoundError, PinnedCollectionDeletedE
 import type { SettingsService } from '../settings/settings.service.js';
 import type { CollectionDirectory } from './collection-directory.js';
 import { compileMetadataSchema } from './metadata-schema.js';
+import { parseRerankingModel } from '../search/reranker-selection.js';
 import {
   assertTenantFieldPath, CollectionCreateBody, UPDATABLE_FIELDS, type CollectionCreateInput, type CollectionUpdateInput,
 } from './collection-input.js';
@@ -154,6 +155,7 @@ export async function updateCollection(context: CollectionContext, deps: Collect
   const { em, actor } = context;
   const collection = await loadCollectionForUpdate(em, actor, name);
   assertValidJsonSchema(input.metadata_schema);
+  assertRerankingKeyStaysWithItsHost(collection, input);
   if (input.description !== undefined) collection.description = input.description;
   if (input.metadata !== undefined) collection.metadata = input.metadata;
   if (input.embedding_api_key !== undefined) collection.embeddingApiKeySealed = input.embedding_api_key === null ? null : deps.secrets.seal(input.embedding_api_key);
@@ -180,6 +182,21 @@ export async function updateCollection(context: CollectionContext, deps: Collect
   await em.getConnection().execute('update collections set write_version = write_version + 1 where id = ?', [collection.id]);
   deps.directory.forget(collection.id);
   return collection;
+}
+
+/**
+ * Keys are write-only: a reranker moved to another host (a new `reranking_base_url`, or a model of
+ * another provider, whose default host differs) must bring its key, or the stored one would be sent
+ * there. The built-in reranker sends nothing, so moving to it needs no key.
+ */
+function assertRerankingKeyStaysWithItsHost(collection: CollectionRecord, input: CollectionUpdateInput): void {
+  if (!collection.rerankingApiKeySealed || input.reranking_api_key !== undefined) return;
+  const hostChanged = input.reranking_base_url !== undefined && input.reranking_base_url !== (collection.rerankingBaseUrl ?? null);
+  const provider = input.reranking_model === undefined ? null : parseRerankingModel(input.reranking_model).provider;
+  const providerChanged = provider !== null && provider !== 'local' && provider !== parseRerankingModel(collection.rerankingModel ?? null).provider;
+  if (hostChanged || providerChanged) {
+    throw new BadRequestError(`reranking_api_key is required with a new ${hostChanged ? 'reranking_base_url' : 'reranking provider'}: the stored key is never sent to another host (send the key again, or null to clear it)`);
+  }
 }
 
 export async function deleteCollection(context: CollectionContext, deps: CollectionDependencies, name: string): Promise<void> {

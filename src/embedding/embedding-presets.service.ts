@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
 import type { SecretBox } from '../crypto/secret-box.js';
-import { ConflictError, NotFoundError, ProviderError } from '../errors.js';
+import { BadRequestError, ConflictError, NotFoundError, ProviderError } from '../errors.js';
 import type { EmbeddingModels } from '../ingestion/embedding-models.js';
 import type { PluginRegistry } from '../plugin-registry.js';
 import type { SqlRunner } from '../plugins.js';
-import { assertSelfHostedBaseUrl, checkEmbeddingChoice } from './embedding-choice.js';
+import { assertSelfHostedBaseUrl, checkEmbeddingChoice, HOSTED_EMBEDDING_PROVIDERS } from './embedding-choice.js';
 
 export interface EmbeddingPresetRecord {
   id: string;
@@ -92,7 +92,7 @@ export class EmbeddingPresetService {
   }
 
   async create(input: EmbeddingPresetInput & { name: string; provider: string }): Promise<EmbeddingPresetRecord> {
-    const apiKeySealed = input.api_key ? this.secrets.seal(input.api_key) : null;
+    const apiKeySealed = this.sealOrNull(input.api_key);
     const { model, dimension } = checkEmbeddingChoice(this.registry, {
       provider: input.provider, model: input.model, dimension: input.dimension, baseUrl: input.base_url, hasApiKey: apiKeySealed !== null,
     }, PRESET_FIELD_NAMES);
@@ -108,10 +108,9 @@ export class EmbeddingPresetService {
   async update(id: string, input: EmbeddingPresetInput): Promise<EmbeddingPresetRecord> {
     const current = await this.get(id);
     const provider = input.provider ?? current.provider;
-    // A new provider starts from its own defaults rather than the old provider's model.
+    // A new provider starts from its own defaults rather than the old provider's model, as create does.
     const providerChanged = provider !== current.provider;
-    const apiKeySealed = input.api_key === undefined ? current.apiKeySealed : input.api_key === null ? null : this.secrets.seal(input.api_key);
-    const baseUrl = input.base_url === undefined ? current.baseUrl : input.base_url;
+    const { apiKeySealed, baseUrl } = providerChanged ? this.newProviderConnection(current, provider, input) : this.sameProviderConnection(current, input);
     const { model, dimension } = checkEmbeddingChoice(this.registry, {
       provider,
       model: input.model ?? (providerChanged ? undefined : current.model),
@@ -147,6 +146,38 @@ export class EmbeddingPresetService {
     );
     if (rows.length === 0) throw new NotFoundError(`Embedding preset ${id} not found`);
     for (const row of rows) if (row.collection_id) this.collections.forget(row.collection_id);
+  }
+
+  /**
+   * The same provider keeps its stored key and base URL unless the request replaces or clears them.
+   * A new base URL does not take the stored key along: keys are write-only, and pointing a preset at
+   * another host would otherwise hand that host the key.
+   */
+  private sameProviderConnection(current: EmbeddingPresetRecord, input: EmbeddingPresetInput) {
+    const hostChanged = input.base_url !== undefined && input.base_url !== current.baseUrl;
+    if (hostChanged && current.apiKeySealed !== null && input.api_key === undefined) {
+      throw new BadRequestError(`${PRESET_FIELD_NAMES.apiKey} is required with a new ${PRESET_FIELD_NAMES.baseUrl}: the stored key is never sent to another host (send the key again, or null to clear it)`);
+    }
+    return {
+      apiKeySealed: input.api_key === undefined ? current.apiKeySealed : this.sealOrNull(input.api_key),
+      baseUrl: input.base_url === undefined ? current.baseUrl : input.base_url,
+    };
+  }
+
+  /**
+   * A new provider gets only the key and base URL sent with it, as at create: the old ones were kept,
+   * so `{"provider": "voyage"}` sent the stored OpenAI key, in a Voyage-shaped body, to the old base URL.
+   */
+  private newProviderConnection(current: EmbeddingPresetRecord, provider: string, input: EmbeddingPresetInput) {
+    const apiKeySealed = this.sealOrNull(input.api_key);
+    if (apiKeySealed === null && HOSTED_EMBEDDING_PROVIDERS.includes(provider)) {
+      throw new BadRequestError(`${PRESET_FIELD_NAMES.apiKey} is required for provider ${provider}: a key is never carried from ${current.provider} to another provider`);
+    }
+    return { apiKeySealed, baseUrl: input.base_url ?? null };
+  }
+
+  private sealOrNull(apiKey: string | null | undefined): string | null {
+    return apiKey ? this.secrets.seal(apiKey) : null;
   }
 
   private async write(query: string, params: unknown[], name: string): Promise<PresetRow[]> {

@@ -11,6 +11,7 @@ import { paragraphs, providerApi } from '../providers/provider-api.js';
 
 const KEY = 'sk-preset-SECRET-key-9876543210';
 const WRONG_KEY = 'sk-preset-WRONG-key-1111111111';
+const OPENAI_KEY = 'sk-OPENAI-SECRET-2222222222';
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
@@ -118,7 +119,7 @@ for (const backend of testBackends()) {
     await t.test('update: fields change, a null api_key clears the key, audit records each change', async (t) => {
       const renamed = await api.ok('PATCH', `${presets}/${presetId}`, { name: 'openai-renamed', dimension: 128 });
       t.match(renamed, { name: 'openai-renamed', dimension: 128, has_api_key: true });
-      const switched = await api.ok('PATCH', `${presets}/${presetId}`, { provider: 'cohere', base_url: fake.baseUrl('cohere') });
+      const switched = await api.ok('PATCH', `${presets}/${presetId}`, { provider: 'cohere', api_key: KEY, base_url: fake.baseUrl('cohere') });
       t.match(switched, { provider: 'cohere', model: 'embed-english-v3.0', dimension: 1024 }, 'a new provider starts from its defaults');
       const cleared = await api.ok('PATCH', `${presets}/${presetId}`, { api_key: null });
       t.equal(cleared.has_api_key, false);
@@ -147,6 +148,44 @@ for (const backend of testBackends()) {
       assertError(t, await api.send('DELETE', `${presets}/${presetId}`), 404);
       const answer = await api.query('from-preset', { query: paragraphs(3)[1]!, search_mode: 'semantic', top_k: 1 });
       t.match(answer.results[0].text, paragraphs(3)[1]!);
+    });
+
+    await t.test('a provider change takes only the key and base URL sent with it: the old ones never reach the new provider', async (t) => {
+      const oak = await api.ok('POST', presets, { name: 'oak', provider: 'openai', model: 'text-embedding-3-small', api_key: OPENAI_KEY, base_url: fake.baseUrl('openai'), dimension: 64 }, 201);
+      const url = `${presets}/${oak.id}`;
+      await api.createCollection({ name: 'oak-collection', embedding_preset_id: oak.id });
+
+      for (const body of [{ provider: 'voyage' }, { provider: 'voyage', api_key: null }, { provider: 'voyage', base_url: fake.baseUrl('voyage') }]) {
+        assertError(t, await api.send('PATCH', url, body), 400, /^api_key is required for provider voyage/, JSON.stringify(body));
+      }
+      t.same(await api.ok('GET', url), oak, 'unchanged: still openai with its key and base URL');
+      t.equal(ctx.services.secrets.open((await storedSealedKey(oak.id))!), OPENAI_KEY);
+
+      const voyage = await api.ok('PATCH', url, { provider: 'voyage', api_key: KEY });
+      t.match(voyage, { provider: 'voyage', model: 'voyage-3.5', dimension: 1024, base_url: null, has_api_key: true }, "the new provider's default model; the old base URL is not kept");
+      t.equal(ctx.services.secrets.open((await storedSealedKey(oak.id))!), KEY, 'the new key is stored');
+
+      const cohere = await api.ok('PATCH', url, { provider: 'cohere', api_key: KEY, base_url: fake.baseUrl('cohere') });
+      t.match(cohere, { provider: 'cohere', model: 'embed-english-v3.0', base_url: fake.baseUrl('cohere'), has_api_key: true }, 'a base URL sent with the change is taken');
+      // The same provider at another host: the stored key went along, and keys cannot be read back.
+      assertError(t, await api.send('PATCH', url, { base_url: 'http://127.0.0.1:9/v2' }), 400, /^api_key is required with a new base_url: the stored key is never sent to another host/, 'a new base URL alone');
+      t.same(await api.ok('GET', url), cohere, 'unchanged');
+      t.match(await api.ok('PATCH', url, { base_url: fake.baseUrl('cohere'), model: 'embed-english-v3.0' }), { has_api_key: true }, 'the same base URL sent again keeps the key');
+      fake.reset();
+      t.match(await api.ok('POST', `${url}/test`), { ok: true, provider: 'cohere', dimension: 1024 });
+      t.same(fake.requestsTo('cohere').map((request) => request.authorization), [`Bearer ${KEY}`], 'the new key, at the new base URL');
+      t.equal(fake.requestsTo('openai').length + fake.requestsTo('voyage').length, 0, 'nothing went to the old base URL');
+
+      const local = await api.ok('PATCH', url, { provider: 'local' });
+      t.match(local, { provider: 'local', model: 'local-hash-384', dimension: 384, base_url: null, has_api_key: false }, 'a provider that needs no key drops the stored one');
+      t.equal(await storedSealedKey(oak.id), null);
+
+      t.match(await api.ok('GET', '/v1/collections/oak-collection'), {
+        embedding_preset_id: oak.id, embedding_provider: 'openai', embedding_model: 'text-embedding-3-small', dimension: 64,
+        embedding_base_url: fake.baseUrl('openai'), has_embedding_api_key: true,
+      }, 'a collection made from the preset keeps the copy it was created with');
+      const [collectionKey] = await ctx.services.sql<{ embedding_api_key_sealed: string }>('select embedding_api_key_sealed from collections where name = ?', ['oak-collection']);
+      t.equal(ctx.services.secrets.open(collectionKey!.embedding_api_key_sealed), OPENAI_KEY, "and its own copy of the openai key, for openai only");
     });
 
     await t.test('API keys are refused on every preset route', async (t) => {

@@ -204,6 +204,17 @@ for (const backend of testBackends()) {
       assertError(t, await api.send('PATCH', '/v1/collections/keyed-reranker', { reranking_api_key: null }), 400, /reranking_api_key is required for reranking_model cohere\/rerank-v3.5/);
       t.same(await api.ok('GET', '/v1/collections/keyed-reranker'), before, 'the key stays');
       t.equal((await api.send('POST', '/v1/collections/keyed-reranker/query', { query: QUERY })).statusCode, 200, 'still reranks with its key');
+      // The stored key was sent wherever an update pointed the reranker, and keys cannot be read back.
+      const moves: Array<[Record<string, unknown>, RegExp]> = [
+        [{ reranking_base_url: 'http://127.0.0.1:9/v2' }, /^reranking_api_key is required with a new reranking_base_url: the stored key is never sent to another host/],
+        [{ reranking_model: 'voyage/rerank-2.5' }, /^reranking_api_key is required with a new reranking provider/],
+        [{ reranking_model: 'openai_compatible/bge', reranking_base_url: fake.baseUrl('tei') }, /^reranking_api_key is required with a new reranking_base_url/],
+      ];
+      for (const [body, detail] of moves) {
+        assertError(t, await api.send('PATCH', '/v1/collections/keyed-reranker', body), 400, detail, JSON.stringify(body));
+      }
+      t.same(await api.ok('GET', '/v1/collections/keyed-reranker'), before, 'nothing changed');
+      t.match(await api.ok('PATCH', '/v1/collections/keyed-reranker', { reranking_model: 'cohere/rerank-english-v3.0' }), { reranking_model: 'cohere/rerank-english-v3.0' }, 'another model of the same provider keeps the key');
       const local = await api.ok('PATCH', '/v1/collections/keyed-reranker', { reranking_model: 'openai_compatible/bge', reranking_base_url: fake.baseUrl('tei'), reranking_api_key: null });
       t.match(local, { reranking_model: 'openai_compatible/bge', has_reranking_api_key: false }, 'a self-hosted reranker needs no key');
       t.match(await api.ok('PATCH', '/v1/collections/keyed-reranker', { description: 'other fields update as before' }), { description: 'other fields update as before' });
