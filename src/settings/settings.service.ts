@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { ConfigError } from '../config.js';
 import { Setting } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
 import {
@@ -37,12 +38,32 @@ export class SettingsService {
       const value = settingFromEnvironment(definition, env);
       return value === undefined ? [] : [[definition.key, value] as const];
     }));
+    // Before the database is read: the variables against each other and the defaults, which a reset
+    // of saved values goes back to.
+    this.assertChunkPairFromEnvironment();
   }
 
   async load(): Promise<void> {
     const rows = await this.fork().find(Setting, {});
     this.stored = new Map(rows.map((row) => [row.key, row.value as SettingValue]));
+    // The first load is the start's (services.ts): the variables are checked against what is saved.
+    if (this.loadedAt === 0) this.assertChunkPairFromEnvironment();
     this.loadedAt = Date.now();
+  }
+
+  /**
+   * A default chunk pair with a side from the environment that cannot work stops the start: every
+   * create that sets no chunk size would otherwise fail (400) for fields its caller never sent.
+   * A pair saved whole by an admin was checked when saved, and has no variable to change.
+   */
+  private assertChunkPairFromEnvironment(): void {
+    const size = this.resolve('default_chunk_size');
+    const overlap = this.resolve('default_chunk_overlap');
+    if (size.source !== 'environment' && overlap.source !== 'environment') return;
+    if (chunkPairFits(size.value, overlap.value)) return;
+    const saved = size.source === 'database' || overlap.source === 'database';
+    throw new ConfigError(`${startingValue(overlap)} must be smaller than ${startingValue(size)}${saved
+      ? ': set the variable to a value that fits, or start without it and change the saved setting first' : ''}`);
   }
 
   private async fresh(): Promise<void> {
@@ -82,11 +103,9 @@ export class SettingsService {
       if (error) errors.push(error);
     }
     if (errors.length === 0 && ('default_chunk_size' in values || 'default_chunk_overlap' in values)) {
-      const pairError = chunkPairError(
-        values.default_chunk_size ?? this.resolve('default_chunk_size').value,
-        values.default_chunk_overlap ?? this.resolve('default_chunk_overlap').value,
-      );
-      if (pairError) errors.push(pairError);
+      const size = values.default_chunk_size ?? this.resolve('default_chunk_size').value;
+      const overlap = values.default_chunk_overlap ?? this.resolve('default_chunk_overlap').value;
+      if (!chunkPairFits(size, overlap)) errors.push(`default_chunk_overlap (${overlap}) must be smaller than default_chunk_size (${size})`);
     }
     return errors;
   }
@@ -109,8 +128,11 @@ export class SettingsService {
     await this.fresh();
     // What a key resets to: the environment's value, else the default.
     const afterReset = (key: string) => (keys.includes(key) ? this.environment.get(key) ?? SETTINGS_BY_KEY.get(key)!.default : this.resolve(key).value);
-    const pairError = chunkPairError(afterReset('default_chunk_size'), afterReset('default_chunk_overlap'));
-    if (pairError) throw new BadRequestError(`Resetting ${keys.join(', ')} would leave ${pairError}: reset both, or change the other first`);
+    const size = afterReset('default_chunk_size');
+    const overlap = afterReset('default_chunk_overlap');
+    if (!chunkPairFits(size, overlap)) {
+      throw new BadRequestError(`Resetting ${keys.join(', ')} would leave default_chunk_overlap (${overlap}) not smaller than default_chunk_size (${size}): reset both, or change the other first`);
+    }
     await em.nativeDelete(Setting, { key: { $in: keys } });
     await this.load();
     return this.list();
@@ -122,7 +144,16 @@ export class SettingsService {
  * must (collections.service.ts): new collections would otherwise be created with another overlap
  * than the one saved.
  */
-function chunkPairError(size: unknown, overlap: unknown): string | null {
-  return typeof size === 'number' && typeof overlap === 'number' && overlap >= size
-    ? `default_chunk_overlap (${overlap}) must be smaller than default_chunk_size (${size})` : null;
+function chunkPairFits(size: unknown, overlap: unknown): boolean {
+  return typeof size !== 'number' || typeof overlap !== 'number' || overlap < size;
+}
+
+/** How a start error names a value: by its variable, unless it is saved (which wins over the variable). */
+function startingValue(setting: SettingView): string {
+  const variable = setting.key.toUpperCase();
+  switch (setting.source) {
+    case 'environment': return `${variable} (${setting.value})`;
+    case 'default': return `${variable} (unset: the default, ${setting.value})`;
+    case 'database': return `${setting.key} (${setting.value}, saved by an admin, which wins over ${variable})`;
+  }
 }

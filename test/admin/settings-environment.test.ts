@@ -17,7 +17,7 @@ process.env.SESSION_COOKIE_SAMESITE = 'strict';
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const { app, admin } = await adminTestApp(t, backend);
+    const { app, admin, services } = await adminTestApp(t, backend);
     const settings = async () => {
       const response = await app.inject({ url: '/v1/admin/settings', headers: admin });
       t.equal(response.statusCode, 200, response.body);
@@ -46,6 +46,25 @@ for (const backend of testBackends()) {
       t.equal(reset.statusCode, 200, reset.body);
       t.match((await settings()).get('query_cache_ttl_s'), { value: 7, source: 'environment' });
     });
+
+    await t.test('a chunk variable that cannot pair with the saved default stops the start', async (t) => {
+      const saved = await app.inject({ method: 'PATCH', url: '/v1/admin/settings', headers: admin, payload: { values: { default_chunk_size: 300 } } });
+      t.equal(saved.statusCode, 200, saved.body);
+      t.teardown(() => app.inject({ method: 'POST', url: '/v1/admin/settings/reset', headers: admin, payload: { keys: ['default_chunk_size'] } }));
+      // As services.ts starts: the variables are read, then what is saved, which wins over them.
+      const start = async (env: Record<string, string>) => {
+        const starting = new SettingsService(services.db.fork, env);
+        await starting.load();
+        return starting;
+      };
+      // 500 pairs with the default size (800), not with the size saved.
+      const refused = await start({ DEFAULT_CHUNK_OVERLAP: '500' }).then(() => undefined, (error: unknown) => error);
+      t.ok(refused instanceof ConfigError, 'a ConfigError');
+      t.equal((refused as Error | undefined)?.message, 'DEFAULT_CHUNK_OVERLAP (500) must be smaller than default_chunk_size (300, saved by an admin, '
+        + 'which wins over DEFAULT_CHUNK_SIZE): set the variable to a value that fits, or start without it and change the saved setting first');
+      const started = await start({ DEFAULT_CHUNK_OVERLAP: '200' });
+      t.same([await started.get('default_chunk_size'), await started.get('default_chunk_overlap')], [300, 200], 'one that fits starts');
+    });
   });
 }
 
@@ -58,6 +77,10 @@ t.test('a value the setting does not take stops the start, naming the variable',
     [{ EMBEDDING_CACHE_ENABLED: 'yes' }, /EMBEDDING_CACHE_ENABLED.*true or false.*"yes"/],
     [{ SESSION_COOKIE_SAMESITE: 'loose' }, /SESSION_COOKIE_SAMESITE.*lax, strict, none.*"loose"/],
     [{ SESSION_COOKIE_NAME: 'a b' }, /SESSION_COOKIE_NAME.*not allowed.*"a b"/],
+    // Each a good value alone, but every create without a chunk size would fail (400) for the pair.
+    [{ DEFAULT_CHUNK_OVERLAP: '900' }, /^DEFAULT_CHUNK_OVERLAP \(900\) must be smaller than DEFAULT_CHUNK_SIZE \(unset: the default, 800\)$/],
+    [{ DEFAULT_CHUNK_SIZE: '50' }, /^DEFAULT_CHUNK_OVERLAP \(unset: the default, 100\) must be smaller than DEFAULT_CHUNK_SIZE \(50\)$/],
+    [{ DEFAULT_CHUNK_SIZE: '500', DEFAULT_CHUNK_OVERLAP: '500' }, /^DEFAULT_CHUNK_OVERLAP \(500\) must be smaller than DEFAULT_CHUNK_SIZE \(500\)$/],
   ];
   for (const [env, message] of refused) {
     const error = (() => {
@@ -72,4 +95,5 @@ t.test('a value the setting does not take stops the start, naming the variable',
     t.match((error as Error | undefined)?.message, message);
   }
   t.doesNotThrow(() => new SettingsService(unused, { QUERY_CACHE_TTL_S: ' 0 ', EMBEDDING_CACHE_ENABLED: '1', SESSION_COOKIE_SECURE: '' }), 'zero, 1 and an empty value (unset) are accepted');
+  t.doesNotThrow(() => new SettingsService(unused, { DEFAULT_CHUNK_SIZE: '1000', DEFAULT_CHUNK_OVERLAP: '900' }), 'an overlap above the default size, under the size set with it');
 });
