@@ -8,7 +8,8 @@ import { ADMIN_SESSION } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
-const Scopes = Type.Array(Type.String({ minLength: 3, maxLength: 64 }), { maxItems: 64 });
+// No minimum length: scopeRefusal explains a short one ("*" alone is "*:*").
+const Scopes = Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 });
 const Timestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 const Collection = Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()]);
 

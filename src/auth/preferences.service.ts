@@ -51,7 +51,7 @@ export async function mergePreferences(em: EntityManager, userId: string, patch:
     const { openai_key: openaiKey, has_openai_key: _derived, ...chat } = patch.chat;
     if (openaiKey === null) user.chatOpenaiKeySealed = null;
     else if (typeof openaiKey === 'string' && openaiKey !== '') user.chatOpenaiKeySealed = secrets.seal(openaiKey);
-    else if (openaiKey !== undefined) throw new BadRequestError('chat.openai_key must be a string or null');
+    else if (openaiKey !== undefined) throw new BadRequestError(`chat.openai_key must be a non-empty string, or null to clear the stored key; it is ${openaiKey === '' ? 'an empty string' : `of type ${Array.isArray(openaiKey) ? 'array' : typeof openaiKey}`}`);
     plainPatch.chat = chat;
   } else if (patch.chat !== undefined) {
     // Replacing the whole chat object (null or a scalar) drops the key stored under it too.

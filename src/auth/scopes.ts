@@ -18,7 +18,7 @@ const SCOPE_PATTERN = /^(\*|[a-z_]+):(\*|[a-z_]+)$/;
 /** Why `scope` is refused, or null when it grants something: a known scope, or one that `*` widens to some. */
 export function scopeRefusal(scope: string): string | null {
   const match = SCOPE_PATTERN.exec(scope);
-  if (!match) return `Invalid scope "${scope}": expected resource:action`;
+  if (!match) return `Invalid scope "${scope}": expected resource:action${scope === '*' ? ' ("*:*" grants every scope)' : ''}`;
   const grantsSome = KNOWN_SCOPES.some((known) => scopeGrants([scope], known));
   return grantsSome ? null : `Unknown scope "${scope}": it grants nothing; known scopes are ${KNOWN_SCOPES.join(', ')}, with * for any resource or action`;
 }

@@ -137,6 +137,10 @@ for (const backend of testBackends()) {
         const response = await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'typo', scopes: ['query:read', scope] } });
         assertError(t, response, 400, new RegExp(`^Unknown scope "${scope.replace('*', '\\*')}": it grants nothing; known scopes are collection:read, `), `scope ${scope}`);
       }
+      // "*" is the spec's wildcard; alone it was "must NOT have fewer than 3 characters".
+      for (const [scope, detail] of [['*', /^Invalid scope "\*": expected resource:action \("\*:\*" grants every scope\)$/], ['', /^Invalid scope "": expected resource:action$/]] as const) {
+        assertError(t, await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'short', scopes: [scope] } }), 400, detail, `scope ${JSON.stringify(scope)}`);
+      }
       t.equal((await app.inject({ url: '/v1/admin/api-keys', headers: { cookie } })).json().total, keysBefore, 'no key was created');
       const typoed = await app.inject({ method: 'PATCH', url: `/v1/admin/api-keys/${key.id}`, headers: { cookie }, payload: { scopes: ['document:uplod'] } });
       assertError(t, typoed, 400, /^Unknown scope "document:uplod"/, 'PATCH with an unknown scope');

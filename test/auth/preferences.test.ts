@@ -1,5 +1,6 @@
 import t from 'tap';
 import { ADMIN, bearer, buildTestApp, createApiKey, setupAdmin, testBackends } from '../support/test-app.js';
+import { assertError } from '../support/assertions.js';
 
 const MASTER_KEY = 'test-master-key';
 const OPENAI_KEY = 'sk-test-0123456789abcdefPLAINTEXT';
@@ -103,8 +104,10 @@ for (const backend of testBackends()) {
 
       // A wrong type is refused and changes nothing.
       response = await put({ chat: { openai_key: 42 } });
-      t.equal(response.statusCode, 400);
-      t.type(response.json().detail, 'string');
+      assertError(t, response, 400, /^chat\.openai_key must be a non-empty string, or null to clear the stored key; it is of type number$/, 'a number');
+      t.equal((await get()).data.chat.has_openai_key, true);
+      // An empty string is a string: "must be a string or null" told its sender nothing.
+      assertError(t, await put({ chat: { openai_key: '' } }), 400, /^chat\.openai_key must be a non-empty string, or null to clear the stored key; it is an empty string$/, 'an empty string');
       t.equal((await get()).data.chat.has_openai_key, true);
 
       response = await put({ chat: { openai_key: null } });
