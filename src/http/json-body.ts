@@ -23,4 +23,18 @@ export function acceptJsonBodies(app: FastifyInstance): void {
       done(tooDeep ? new BadRequestError(tooDeep) : error, parsed);
     });
   });
+
+  // A route that takes no body ignored one: `{"confirm": false}` on truncate still truncated.
+  // An empty object is kept as no body, since some clients send `{}` with every POST.
+  app.addHook('preValidation', async (request) => {
+    const { body } = request;
+    if (body === undefined || request.routeOptions.schema?.body !== undefined || isEmptyObject(body)) return;
+    if (request.headers['content-type']?.toLowerCase().startsWith('multipart/')) return;
+    const fields = body !== null && typeof body === 'object' && !Array.isArray(body) ? `; it has ${Object.keys(body).map((key) => JSON.stringify(key)).join(', ')}` : '';
+    throw new BadRequestError(`${request.method} ${request.url.split('?')[0]} takes no body${fields}`);
+  });
+}
+
+function isEmptyObject(value: unknown): boolean {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0;
 }

@@ -79,11 +79,28 @@ for (const backend of testBackends()) {
         assertError(t, response, 400, /holds a "__proto__" key, or "constructor" with "prototype" in it/, `prototype poisoning ${payload}: refused as such, not as broken JSON`);
       }
       assertError(t, await send(JSON.stringify({ name: 'large', description: 'x'.repeat(BODY_LIMIT) })), 413, undefined, 'over BODY_LIMIT_BYTES');
-      // A body on a route that takes none is read (and ignored) as before.
+      // An empty object on a route that takes no body is no body: some clients send `{}` with every request.
       const created = await send('{"name":"parsed"}');
       t.equal(created.statusCode, 201, created.body.slice(0, 200));
       t.equal((await app.inject({ method: 'DELETE', url: '/v1/collections/parsed', headers: json, payload: '{}' })).statusCode, 204);
       t.equal((await app.inject({ url: '/v1/collections', headers: admin })).json().total, 1, 'only the collection of the test remains');
+    });
+
+    await t.test('a route that takes no body refuses one with fields, and does nothing', async (t) => {
+      const json = { ...admin, 'content-type': 'application/json' };
+      const upload = multipartUpload([{ filename: 'kept.txt', content: 'Notes that must survive.', contentType: 'text/plain' }]);
+      t.equal((await app.inject({ method: 'POST', url: '/v1/collections/emptied/documents', headers: { ...admin, ...upload.headers }, payload: upload.payload })).statusCode, 202);
+      // It was ignored: {"confirm": false} on truncate still deleted every document.
+      for (const payload of ['{"confirm":false}', '{"dry_run":true,"x":1}', '[1]', '"yes"']) {
+        const response = await app.inject({ method: 'POST', url: '/v1/collections/emptied/truncate', headers: json, payload });
+        assertError(t, response, 400, /^POST \/v1\/collections\/emptied\/truncate takes no body/, `truncate with ${payload}`);
+      }
+      assertError(t, await app.inject({ method: 'POST', url: '/v1/collections/emptied/truncate', headers: json, payload: '{"confirm":false,"x":1}' }), 400, 'POST /v1/collections/emptied/truncate takes no body; it has "confirm", "x"', 'the fields are named');
+      t.equal((await app.inject({ url: '/v1/collections/emptied/documents', headers: admin })).json().total, 1, 'nothing was truncated');
+      const key = await createApiKey(app, admin.cookie);
+      assertError(t, await app.inject({ method: 'POST', url: `/v1/admin/api-keys/${key.id}/rotate`, headers: json, payload: '{"keep_old":true}' }), 400, /takes no body; it has "keep_old"$/, 'rotate');
+      t.equal((await app.inject({ url: '/v1/auth/whoami', headers: { authorization: `Bearer ${key.key}` } })).statusCode, 200, 'the key was not rotated');
+      t.same((await app.inject({ method: 'POST', url: '/v1/collections/emptied/truncate', headers: json, payload: '{}' })).json(), { deleted_documents: 1 }, 'an empty object is no body');
     });
 
     await t.test('logout sent a JSON content type and no body', async (t) => {
