@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 
@@ -35,7 +35,33 @@ function isHttpUrl(value: string): boolean {
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const coercing = buildAjv(true);
   const exact = buildAjv(false);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? exact : coercing).compile(schema as object);
+  return ({ schema, httpPart }) => (httpPart === 'body' ? exact.compile(schema as object) : decimalNumbersOnly(coercing.compile(schema as object), schema));
+}
+
+const DECIMAL_TEXT = { integer: /^-?\d+$/, number: /^-?\d+(\.\d+)?$/ } as const;
+
+/**
+ * ajv coerces text with Number(), which reads `0x10` as 16, `1e1` as 10 and ` 10` as 10: a
+ * `?window_days=0x10` answered for 16 days. Numbers in a query string or path are plain decimals.
+ */
+function decimalNumbersOnly(validate: ValidateFunction, schema: unknown): ValidateFunction {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  const numeric = Object.entries(properties).flatMap(([name, property]) =>
+    property.type === 'integer' || property.type === 'number' ? [[name, property.type] as const] : []);
+  if (numeric.length === 0) return validate;
+  const checked = ((data: Record<string, unknown> | undefined) => {
+    for (const [name, type] of numeric) {
+      const value = data?.[name];
+      if (typeof value === 'string' && !DECIMAL_TEXT[type].test(value)) {
+        checked.errors = [{ instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, keyword: 'type', params: { type }, message: `must be ${type}` }];
+        return false;
+      }
+    }
+    const valid = validate(data);
+    checked.errors = validate.errors;
+    return valid;
+  }) as ValidateFunction;
+  return checked;
 }
 
 /**

@@ -222,6 +222,8 @@ for (const backend of testBackends()) {
       assertError(t, await list('?limit=501'), 400, /limit/, 'limit 501');
       assertError(t, await list('?offset=-1'), 400, /offset/, 'negative offset');
       assertError(t, await list('?limit=abc'), 400, /limit/, 'limit not a number');
+      assertError(t, await list('?limit=0x2'), 400, /limit must be integer/, 'limit in hexadecimal');
+      assertError(t, await list('?offset=1e1'), 400, /offset must be integer/, 'offset with an exponent');
     });
 
     await t.test('get and 404', async (t) => {

@@ -64,6 +64,11 @@ for (const backend of testBackends()) {
       t.equal(one.timeline.length, 1);
       t.equal(one.queries_total, 4);
       for (const value of ['0', '366', 'abc', '2.5']) assertError(t, await api.send('GET', `/v1/usage?window_days=${value}`), 400, /window_days/, value);
+      // Number() read these as 16, 10 and 10: a query string's numbers are plain decimals.
+      for (const value of ['0x10', '1e1', '%2010', '10%20', '+10']) {
+        assertError(t, await api.send('GET', `/v1/usage?window_days=${value}`), 400, /^querystring\.window_days must be integer$/, value);
+      }
+      t.equal((await api.ok('GET', '/v1/usage?window_days=010')).window_days, 10, 'leading zeros are still decimal');
     });
 
     await t.test('keys need audit:read; a pinned key sees its own collection and not /v1/status/usage', async (t) => {
