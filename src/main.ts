@@ -1,9 +1,9 @@
 import path from 'node:path';
-import pino from 'pino';
 import { buildApp } from './app.js';
 import { loadConfig } from './config.js';
 import { openDatabase } from './db/database.js';
 import { stopGracefully } from './graceful-stop.js';
+import { createLogger } from './logger.js';
 import { createServices } from './services.js';
 
 /**
@@ -11,7 +11,7 @@ import { createServices } from './services.js';
  */
 async function serve(): Promise<void> {
   const config = loadConfig();
-  const logger = pino({ level: config.logLevel });
+  const logger = createLogger(config.logLevel);
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.databaseUrl ? undefined : path.join(config.dataDir, 'db'),

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { recordAudit } from '../audit/audit.service.js';
 import { User, USER_ROLES, type UserRecord, type UserRole } from '../db/entities/index.js';
@@ -12,6 +13,8 @@ const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+$/;
 const SETUP_LOCK_ID = 7_361_001;
 /** Serialises changes that could remove the last admin (two admins demoting each other at once). */
 const ADMIN_CHANGE_LOCK_ID = 7_361_002;
+/** The unique index on users (lower(email)), migration 0001. */
+const EMAIL_UNIQUE_INDEX = 'users_email_unique';
 
 async function lockAdminChanges(em: EntityManager): Promise<void> {
   await em.getConnection().execute('select pg_advisory_xact_lock(?)', [ADMIN_CHANGE_LOCK_ID], 'all', em.getTransactionContext());
@@ -43,9 +46,28 @@ function checkRole(role: string | undefined): UserRole | undefined {
   return role as UserRole;
 }
 
+function emailTaken(email: string): ConflictError {
+  return new ConflictError(`A user with email ${email} already exists`);
+}
+
+/** The quick answer; only the unique index can tell of a request that commits the same email meanwhile. */
 async function assertEmailFree(em: EntityManager, email: string, exceptId?: string): Promise<void> {
   const existing = await em.findOne(User, { email });
-  if (existing && existing.id !== exceptId) throw new ConflictError(`A user with email ${email} already exists`);
+  if (existing && existing.id !== exceptId) throw emailTaken(email);
+}
+
+/**
+ * Runs a write that stores `email` and answers a 409 when the unique index refuses it: two requests
+ * that both passed assertEmailFree (createUser hashes for ~110 ms between its look and its insert)
+ * then get the answer of the sequential case, not a 500. Other violations stay what they are.
+ */
+async function claimingEmail<T>(email: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (error instanceof UniqueConstraintViolationException && (error as { constraint?: unknown }).constraint === EMAIL_UNIQUE_INDEX) throw emailTaken(email);
+    throw error;
+  }
 }
 
 export async function needsSetup(em: EntityManager): Promise<boolean> {
@@ -94,7 +116,7 @@ export async function createUser(em: EntityManager, actor: Actor, input: NewUser
   await assertEmailFree(em, email);
   const user = newUser(em, email, await hashPassword(input.password), input.display_name ?? null, role);
   recordAudit(em, actor, { action: 'user.create', resourceType: 'user', resourceId: user.id, details: { email, role } });
-  await em.flush();
+  await claimingEmail(email, () => em.flush());
   return user;
 }
 
@@ -117,14 +139,14 @@ async function assertAnotherAdminRemains(em: EntityManager, user: UserRecord): P
 
 export async function updateUser(em: EntityManager, actor: Actor, id: string, input: UserUpdateInput): Promise<UserRecord> {
   const role = checkRole(input.role);
+  const email = input.email === undefined ? undefined : normaliseEmail(input.email);
   if (input.password !== undefined) assertPasswordPolicy(input.password);
   // Hash before the transaction: PGlite has one connection, and argon2 takes ~110 ms.
   const passwordHash = input.password !== undefined ? await hashPassword(input.password) : undefined;
-  return em.transactional(async (tx) => {
+  const update = () => em.transactional(async (tx) => {
     await lockAdminChanges(tx);
     const user = await getUser(tx, id);
-    if (input.email !== undefined) {
-      const email = normaliseEmail(input.email);
+    if (email !== undefined) {
       await assertEmailFree(tx, email, id);
       user.email = email;
     }
@@ -142,6 +164,8 @@ export async function updateUser(em: EntityManager, actor: Actor, id: string, in
     recordAudit(tx, actor, { action: 'user.update', resourceType: 'user', resourceId: id, details: { fields: Object.keys(input) } });
     return user;
   });
+  // The admin-change lock does not cover createUser, which may insert the same email meanwhile.
+  return email === undefined ? update() : claimingEmail(email, update);
 }
 
 export async function deleteUser(em: EntityManager, actor: Actor, id: string): Promise<void> {
