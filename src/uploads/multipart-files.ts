@@ -125,9 +125,9 @@ const INLINE_BYTES_PER_REQUEST = 8 * 1024 * 1024;
 
 /**
  * Fields read as such though their part has a filename: `curl -F metadata=@meta.json` and a Blob
- * appended to a FormData send the metadata that way, and were refused as a second file.
+ * appended to a FormData send them that way, and were refused as a second file.
  */
-const FIELDS_SENT_AS_FILES = new Set(['metadata']);
+const FIELDS_SENT_AS_FILES = new Set(['metadata', 'on_duplicate']);
 
 async function readFileAsField(fieldname: string, stream: Readable): Promise<string> {
   const pieces: Buffer[] = [];

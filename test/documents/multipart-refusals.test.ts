@@ -12,12 +12,12 @@ import { MULTIPART_FIELD_MAX_BYTES, MULTIPART_MAX_FIELDS, MULTIPART_MAX_FILES } 
 
 type Body = { payload: Buffer | string; headers: Record<string, string> };
 
-/** One `metadata` part with its own Content-Type (and a filename, as `curl -F metadata=@m.json` sends it), then one text file. */
-function typedMetadataUpload(metadata: string, contentType: string, metadataFilename?: string): Body {
+/** One `metadata` (or other field) part with its own Content-Type (and a filename, as `curl -F metadata=@m.json` sends it), then one text file. */
+function typedMetadataUpload(metadata: string, contentType: string, metadataFilename?: string, field = 'metadata'): Body {
   const boundary = 'rs-typed-metadata';
   const filename = metadataFilename === undefined ? '' : `; filename="${metadataFilename}"`;
   const payload = Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="metadata"${filename}\r\nContent-Type: ${contentType}\r\n\r\n${metadata}\r\n`
+    `--${boundary}\r\nContent-Disposition: form-data; name="${field}"${filename}\r\nContent-Type: ${contentType}\r\n\r\n${metadata}\r\n`
     + `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="typed.txt"\r\nContent-Type: text/plain\r\n\r\nOsprey nests line the estuary.\r\n`
     + `--${boundary}--\r\n`,
   );
@@ -136,6 +136,17 @@ for (const backend of testBackends()) {
         assertError(t, await send(method, url, typedMetadataUpload('{"site":', 'application/json', 'm.json')), 400, /metadata/, `${method} ${url}: bad JSON`);
       }
       await nothingKept(t, 'metadata files refused');
+    });
+
+    await t.test('an on_duplicate part sent as a file is read as the field too', async (t) => {
+      const first = await send('POST', '/v1/collections/parts/documents', typedMetadataUpload('{}', 'application/json', 'm.json'));
+      t.equal(first.statusCode, 202, first.body.slice(0, 300));
+      // It was "Send exactly one file, in the "file" part", though one file was sent.
+      const replaced = await send('POST', '/v1/collections/parts/documents', typedMetadataUpload('replace', 'text/plain', 'mode.txt', 'on_duplicate'));
+      t.equal(replaced.statusCode, 202, replaced.body.slice(0, 300));
+      t.same(replaced.json().replaced_document_ids, [first.json().id], 'read as on_duplicate=replace');
+      await app.inject({ method: 'DELETE', url: `/v1/collections/parts/documents/${replaced.json().id}`, headers: admin });
+      await nothingKept(t, 'after the replacement is deleted');
     });
   });
 }
