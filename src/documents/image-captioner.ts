@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { storableText } from '../db/storable-values.js';
 import type { PluginRegistry } from '../plugin-registry.js';
 import type { LanguageModel } from '../plugins.js';
 
@@ -37,11 +38,13 @@ export class ImageCaptioner {
     const model = this.resolve();
     if (typeof model === 'string') return { caption: null, status: 'skipped', error: model };
     try {
-      const text = (await model.complete([{ role: 'user', content: PROMPT, images: [image] }], { maxTokens: MAX_CAPTION_TOKENS })).trim();
+      // A model's words reach text and jsonb columns after parsing, past storableParsedDocument.
+      const text = storableText((await model.complete([{ role: 'user', content: PROMPT, images: [image] }], { maxTokens: MAX_CAPTION_TOKENS })).trim());
       return text ? { caption: text, status: 'captioned', error: null } : { caption: null, status: 'failed', error: 'the model returned an empty caption' };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      return { caption: null, status: 'failed', error: message.slice(0, 500) };
+      // The cut may fall between the halves of a surrogate pair, which jsonb refuses.
+      return { caption: null, status: 'failed', error: storableText(message.slice(0, 500)) };
     }
   }
 }

@@ -1,8 +1,10 @@
 import { chunkElementsSharingText, type ElementChunk } from '../chunking/chunk-elements.js';
 import type { CollectionRecord, DocumentProgress } from '../db/entities/index.js';
+import { storableText } from '../db/storable-values.js';
 import { deleteChunksByKey, insertChunks } from '../documents/chunk-store.js';
 import type { StoredElementImages } from '../documents/element-files.js';
 import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed-chunk-texts.js';
+import { storableParsedDocument } from '../parsing/storable-document.js';
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
 import type { KeywordIndex } from '../search/keyword/keyword-index.js';
 import { removeEntriesOfDeletedRows, removeFromIndexes } from '../search/search-indexes.js';
@@ -54,7 +56,19 @@ const PROGRESS_INTERVAL_MS = 250;
 function conciseMessage(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   const afterStatement = /^\s*(?:insert|update|delete|select|with)\b[\s\S]* - ([^\n]+)$/i.exec(message)?.[1] ?? message;
-  return afterStatement.length > 500 ? `${afterStatement.slice(0, 500)}...` : afterStatement;
+  // Stored as the document's error: a parser's message may quote the file (a NUL in a text column fails the write).
+  return storableText(afterStatement.length > 500 ? `${afterStatement.slice(0, 500)}...` : afterStatement);
+}
+
+/**
+ * A statement the database refused for the values it was given: SQLSTATE class 22, data exception
+ * (a NUL in text, an escape jsonb does not take, a number out of range). The same rows are refused
+ * on every attempt, so their document fails at once: retried as if the database were away, such a
+ * document went through all three attempts, waiting out 2 s and 4 s of backoff, to fail the same way.
+ */
+function isDataException(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
 }
 
 function asIngestionError(stage: string, error: unknown, retryable: boolean): IngestionError {
@@ -96,7 +110,9 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
   try {
     const data = await original;
     choice = await detectParser(runtime.parsers, { filename: row.filename, contentType: row.content_type, data });
-    parsed = await choice.parser.parse({ filename: row.filename, contentType: choice.contentType, data });
+    // Every parser's result passes here, whichever parser and thread made it: made storable once (a
+    // NUL or half a surrogate pair failed the write), before images, chunks and rows are made from it.
+    parsed = storableParsedDocument(await choice.parser.parse({ filename: row.filename, contentType: choice.contentType, data }));
   } catch (error) {
     throw asIngestionError('parsing', error, false);
   }
@@ -256,7 +272,8 @@ async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRe
 /**
  * After a failed batch write, finds the documents that cannot be written by writing each alone:
  * those fail (the others end ready). When none can be written the cause is not a document (the
- * database is away), so the whole batch is retried.
+ * database is away), so the whole batch is retried; unless the database refused each for its
+ * values (isDataException), which says the cause is each document.
  */
 async function indexOneByOne(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], outcomes: Map<string, DocumentOutcome>, progress: Progress): Promise<void> {
   const failures: Array<[PreparedDocument, unknown]> = [];
@@ -270,7 +287,7 @@ async function indexOneByOne(runtime: IngestionRuntime, collection: CollectionRe
       failures.push([document, error]);
     }
   }
-  if (failures.length === documents.length) throw asIngestionError('indexing', failures[0]![1], true);
+  if (failures.length === documents.length && !failures.every(([, error]) => isDataException(error))) throw asIngestionError('indexing', failures[0]![1], true);
   for (const [document, error] of failures) {
     outcomes.set(document.row.id, { documentId: document.row.id, status: 'failed', error: asIngestionError('indexing', error, false) });
   }
@@ -309,8 +326,9 @@ async function prepareDocuments(runtime: IngestionRuntime, collection: Collectio
  * Parses, chunks, embeds and indexes a batch of documents of one collection. Writes go out in
  * bulk statements: a statement costs ~1 ms on PGlite whatever its size, so one document at a time
  * tops out near 30 documents/s there. A document whose file cannot be read fails alone; a failure
- * while embedding or writing fails the batch with a retryable error. Re-running is safe: previous
- * chunks and index entries of the documents are replaced.
+ * while embedding or writing fails the batch with a retryable error, but for one the database gave
+ * for the values written (isDataException). Re-running is safe: previous chunks and index entries
+ * of the documents are replaced.
  */
 export async function ingestDocuments(runtime: IngestionRuntime, collectionId: string, documentIds: string[]): Promise<DocumentOutcome[]> {
   const { sql } = runtime;
@@ -345,7 +363,7 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
     } catch (error) {
       if ((error instanceof IngestionError && error.stage === 'embedding') || documents.length <= 1) {
         await discardPartialWrites(runtime, collection, documents);
-        throw asIngestionError('indexing', error, true);
+        throw asIngestionError('indexing', error, !isDataException(error));
       }
       await indexOneByOne(runtime, collection, documents, outcomes, progress);
     }

@@ -212,3 +212,40 @@ t.test('the default instance records that no vision model is configured', async 
   const [image] = (await ctx.app.inject({ url: `/v1/collections/enriched/documents/${id}/elements`, headers: admin })).json().data.filter((element: any) => element.type === 'image');
   t.match(image, { caption: null, caption_status: 'skipped', caption_error: /no vision-capable model configured/, content_type: 'image/png' });
 });
+
+t.test("a model's caption or error that PostgreSQL cannot store is made storable, and the document still ingests", async (t) => {
+  // The caption joins the element text after parsing, past storableParsedDocument: a NUL failed the write.
+  const saying = (caption: string, error?: string): PluginDefinition<'llm'> => ({
+    kind: 'llm', name: 'odd-vision', description: 'says what it is told',
+    create: () => ({
+      name: 'odd-vision', vision: true,
+      complete: async () => {
+        if (error !== undefined) throw new Error(error);
+        return caption;
+      },
+      async *stream() { yield ''; },
+    }),
+  });
+  const image = { data: PNG, contentType: 'image/png' };
+  const captioner = (plugin: PluginDefinition<'llm'>) => {
+    const registry = new PluginRegistry();
+    registry.register(plugin as PluginDefinition);
+    return new ImageCaptioner(registry, { plugin: 'odd-vision', model: undefined, apiKey: undefined, baseUrl: undefined });
+  };
+  t.match(await captioner(saying('a buoy\u0000 and \ud800 a gull')).caption(image), { status: 'captioned', caption: 'a buoy\ufffd and \ufffd a gull' });
+  // The error is cut at 500 UTF-16 units: here between the halves of an emoji.
+  const failed = await captioner(saying('', `${'x'.repeat(499)}🎉 and more`)).caption(image);
+  t.equal(failed.error, `${'x'.repeat(499)}\ufffd`, 'the half emoji left by the cut is replaced');
+
+  const ctx = await buildTestApp('pglite', { captionLlm: { plugin: 'odd-vision', model: undefined, apiKey: undefined, baseUrl: undefined } });
+  t.teardown(() => ctx.close());
+  ctx.services.plugins.register(saying('a buoy\u0000 at dusk') as PluginDefinition);
+  const admin = { cookie: await setupAdmin(ctx.app) };
+  await ctx.app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'odd', multimodal_enabled: true, multimodal_enrichment_enabled: true } });
+  const body = multipartUpload([{ filename: 'atlas.html', content: page({ diagrams: PNG }), contentType: 'text/html' }]);
+  const id = (await ctx.app.inject({ method: 'POST', url: '/v1/collections/odd/documents', headers: { ...admin, ...body.headers }, payload: body.payload })).json().id;
+  const [document] = await waitForIngestion(ctx.app, 'odd', admin);
+  t.equal(document!.status, 'ready', document!.error ?? '');
+  const [stored] = (await ctx.app.inject({ url: `/v1/collections/odd/documents/${id}/elements`, headers: admin })).json().data.filter((element: any) => element.type === 'image');
+  t.match(stored, { caption: 'a buoy\ufffd at dusk', caption_status: 'captioned', text: /a buoy\ufffd at dusk/ });
+});
