@@ -28,7 +28,8 @@ export function acceptJsonBodies(app: FastifyInstance): void {
   // An empty object is kept as no body, since some clients send `{}` with every POST.
   app.addHook('preValidation', async (request) => {
     const { body } = request;
-    if (body === undefined || request.routeOptions.schema?.body !== undefined || isEmptyObject(body)) return;
+    // is404: no route at all, which the not-found handler answers as such.
+    if (body === undefined || request.is404 || request.routeOptions.schema?.body !== undefined || isEmptyObject(body)) return;
     if (request.headers['content-type']?.toLowerCase().startsWith('multipart/')) return;
     const fields = body !== null && typeof body === 'object' && !Array.isArray(body) ? `; it has ${Object.keys(body).map((key) => JSON.stringify(key)).join(', ')}` : '';
     throw new BadRequestError(`${request.method} ${request.url.split('?')[0]} takes no body${fields}`);
