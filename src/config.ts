@@ -69,18 +69,41 @@ export interface S3StoreConfig {
 export class ConfigError extends Error {}
 
 /** The integer in `env[name]`, undefined when unset or empty. */
-function optionalInteger(env: NodeJS.ProcessEnv, name: string, min = 0): number | undefined {
+function optionalInteger(env: NodeJS.ProcessEnv, name: string, min = 0, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) {
-    throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+    throw new ConfigError(`${name} must be an integer ${range}, got "${raw}"`);
   }
   return value;
 }
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
-  return optionalInteger(env, name, min) ?? fallback;
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max?: number): number {
+  return optionalInteger(env, name, min, max) ?? fallback;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * Refused at start, naming the variable: pino's own message ("default level:loud must be included
+ * in custom levels") and MikroORM's for a URL without a database name named neither.
+ */
+function logLevel(env: NodeJS.ProcessEnv): string {
+  const level = optional(env, 'LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(level)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
+  return level;
+}
+
+function databaseUrlOf(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = optional(env, 'DATABASE_URL');
+  if (raw === undefined) return undefined;
+  const url = URL.canParse(raw) ? new URL(raw) : undefined;
+  if (!url || (url.protocol !== 'postgresql:' && url.protocol !== 'postgres:') || url.pathname.length < 2) {
+    throw new ConfigError('DATABASE_URL must be a PostgreSQL URL naming a database, postgresql://user[:password]@host[:port]/database');
+  }
+  return raw;
 }
 
 function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
@@ -94,7 +117,7 @@ export function vectorStoreOptions(config: Config): Record<string, unknown> {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const databaseUrl = optional(env, 'DATABASE_URL');
+  const databaseUrl = databaseUrlOf(env);
   // The embedded database cannot keep up with live HNSW inserts (~130 rows/s, ../shared/STACK.md),
   // so without DATABASE_URL vectors and BM25 live in process, persisted in PGlite.
   const vectorStore = optional(env, 'VECTOR_STORE') ?? (databaseUrl ? 'pgvector' : 'embedded');
@@ -110,7 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (fileStore === 's3' && !optional(env, 'S3_BUCKET')) throw new ConfigError('FILE_STORE=s3 needs S3_BUCKET');
   const captionPlugin = optional(env, 'CAPTION_LLM');
   return {
-    port: integer(env, 'PORT', 8080),
+    port: integer(env, 'PORT', 8080, 0, 65535),
     host: optional(env, 'HOST') ?? '0.0.0.0',
     dataDir: path.resolve(optional(env, 'DATA_DIR') ?? './data'),
     databaseUrl,
@@ -119,7 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     weaviateUrl: optional(env, 'WEAVIATE_URL'),
     weaviateApiKey: optional(env, 'WEAVIATE_API_KEY'),
     masterKey: optional(env, 'MASTER_KEY'),
-    logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+    logLevel: logLevel(env),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024),
     uploadLimitBytes: integer(env, 'UPLOAD_LIMIT_BYTES', 100 * 1024 * 1024, 1024),
     originalsInDatabaseMaxBytes: integer(env, 'ORIGINALS_IN_DATABASE_MAX_BYTES', 64 * 1024),

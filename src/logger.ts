@@ -6,8 +6,15 @@ import pino, { type DestinationStream, type Logger } from 'pino';
  * loggers are its children and keep its serializers), goes through `serializeError`.
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  return pino({ level, serializers: { err: serializeError } }, destination);
+  return pino({ level, serializers: { err: serializeError }, redact: { paths: CREDENTIAL_PATHS, censor: '[redacted]' } }, destination);
 }
+
+/**
+ * Request headers that carry credentials, wherever a logged object holds headers: @fastify/multipart
+ * logs every upload's headers at trace (`busboyOptions.headers`), API key and session cookie included.
+ */
+const CREDENTIAL_PATHS = ['authorization', 'cookie', '["set-cookie"]', '["x-api-key"]', '["proxy-authorization"]']
+  .flatMap((header) => [`headers${header.startsWith('[') ? '' : '.'}${header}`, `*.headers${header.startsWith('[') ? '' : '.'}${header}`]);
 
 /** What a database error may say in the log: names of database objects, never values. */
 const DATABASE_OBJECT_FIELDS = ['schema', 'table', 'column', 'dataType', 'constraint'] as const;

@@ -17,7 +17,7 @@ import { runEveryStep, throwFailures } from '../../src/graceful-stop.js';
 import { createLogger, serializeError } from '../../src/logger.js';
 import { createServices } from '../../src/services.js';
 import { logLines } from '../support/log-lines.js';
-import { createScratchDatabase, sessionCookieOf, testBackends, ADMIN, type Backend } from '../support/test-app.js';
+import { createScratchDatabase, multipartUpload, sessionCookieOf, testBackends, ADMIN, type Backend } from '../support/test-app.js';
 
 /** Values that must not reach the log; " - " and ";" as knex and MikroORM's own separators would. */
 const DISPLAY_NAME = 'Sekrit - 7f3a; display name';
@@ -27,7 +27,7 @@ const CONSTRAINT = 'users_display_name_test_unique';
 const POSTGRES_MESSAGE = `duplicate key value violates unique constraint "${CONSTRAINT}"`;
 
 /** The app as src/main.ts builds it, its log going to `stream`. */
-async function appLoggingTo(t: Test, backend: Backend, stream: pino.DestinationStream) {
+async function appLoggingTo(t: Test, backend: Backend, stream: pino.DestinationStream, level = 'info') {
   const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-test-'));
   const config: Config = {
@@ -35,7 +35,7 @@ async function appLoggingTo(t: Test, backend: Backend, stream: pino.DestinationS
     vectorStore: backend === 'postgresql' ? 'pgvector' : 'embedded', keywordIndex: backend === 'postgresql' ? 'sql' : 'memory',
   };
   const db = await openDatabase({ databaseUrl: scratch?.url });
-  const logger = createLogger('info', stream);
+  const logger = createLogger(level, stream);
   const services = await createServices(config, db, logger);
   const app = await buildApp({ services, logger });
   t.teardown(async () => throwFailures(await runEveryStep([
@@ -87,6 +87,24 @@ for (const backend of testBackends()) {
     });
   });
 }
+
+t.test('credentials in request headers are not logged, even at trace', async (t) => {
+  const { lines, stream } = logLines();
+  const { app } = await appLoggingTo(t, 'pglite', stream, 'trace');
+  const cookie = sessionCookieOf(await app.inject({ method: 'POST', url: '/v1/auth/setup', payload: ADMIN }));
+  const key = (await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'logged' } })).json().key as string;
+  await app.inject({ method: 'POST', url: '/v1/collections', headers: { authorization: `Bearer ${key}` }, payload: { name: 'traced' } });
+  for (const [index, headers] of [{ authorization: `Bearer ${key}` }, { cookie }].entries()) {
+    const body = multipartUpload([{ filename: 'note.txt', content: `Traced note ${index}.`, contentType: 'text/plain' }]);
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections/traced/documents', headers: { ...headers, ...body.headers }, payload: body.payload })).statusCode, 202);
+  }
+  // @fastify/multipart logs every request's headers at trace ("Providing options to busboy").
+  const busboy = lines.find((line) => line.msg === 'Providing options to busboy') as { busboyOptions?: { headers?: Record<string, unknown> } } | undefined;
+  t.match(busboy?.busboyOptions?.headers, { authorization: '[redacted]' }, 'the header is there, its value is not');
+  const logged = JSON.stringify(lines);
+  t.notOk(logged.includes(key.slice(7)), 'the API key is in no log line');
+  t.notOk(logged.includes(cookie.split('=')[1]!.split(';')[0]!), 'nor the session cookie');
+});
 
 t.test('an error of the driver without a statement keeps its message', async (t) => {
   const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });

@@ -1,0 +1,55 @@
+/**
+ * A variable the service cannot run with stops the start before anything is opened, naming the
+ * variable and what it takes. PORT=70000 failed only after the database was opened and migrated,
+ * LOG_LEVEL=loud with pino's "default level:loud must be included in custom levels", and a
+ * DATABASE_URL without a database name with MikroORM's words for it.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+function refusalOf(env: Record<string, string>): unknown {
+  try {
+    loadConfig(env);
+    return undefined;
+  } catch (error) {
+    return error;
+  }
+}
+
+t.test('loadConfig refuses, naming the variable', async (t) => {
+  const refused: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: '70000' }, /^PORT must be an integer from 0 to 65535, got "70000"$/],
+    [{ PORT: '-1' }, /^PORT must be an integer from 0 to 65535/],
+    [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/],
+    [{ DATABASE_URL: 'garbage' }, /^DATABASE_URL must be a PostgreSQL URL naming a database/],
+    [{ DATABASE_URL: 'postgresql://user:hunter2@127.0.0.1:5432' }, /^DATABASE_URL must be a PostgreSQL URL naming a database/],
+    [{ DATABASE_URL: 'mysql://127.0.0.1/app' }, /^DATABASE_URL must be a PostgreSQL URL/],
+  ];
+  for (const [env, message] of refused) {
+    t.throws(() => loadConfig(env), message, JSON.stringify(env));
+    t.ok(refusalOf(env) instanceof ConfigError, `${JSON.stringify(env)}: a ConfigError, which main.ts reports as such`);
+  }
+  t.notMatch(String(refusalOf({ DATABASE_URL: 'postgresql://user:hunter2@127.0.0.1:5432' })), 'hunter2', 'the URL, which may hold a password, is not repeated');
+  t.match(loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DATABASE_URL: 'postgres://u@db.internal/app' }), { port: 0, logLevel: 'silent', databaseUrl: 'postgres://u@db.internal/app' });
+});
+
+t.test('the process exits at once with the message, before creating its data directory', async (t) => {
+  const parent = await mkdtemp(path.join(os.tmpdir(), 'rs-config-'));
+  t.teardown(() => rm(parent, { recursive: true, force: true }));
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...inherited, PORT: '70000', DATA_DIR: path.join(parent, 'data'), DATABASE_URL: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  t.not(code, 0, 'a non-zero exit');
+  t.match(output, /PORT must be an integer from 0 to 65535, got "70000"/);
+  t.same(await readdir(parent), [], 'no database was opened');
+});
