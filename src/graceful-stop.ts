@@ -3,8 +3,11 @@ import type { FastifyBaseLogger } from 'fastify';
 export interface StoppableParts {
   /** Stops accepting connections and answers the requests in flight. */
   http: { close(): Promise<unknown> };
-  /** Workers, buffered writes and indexes. */
-  services: { stop(): Promise<void> };
+  /**
+   * `stopWork`: background work stops taking more (ingestion hands back what outlasts its wait);
+   * `stop`: workers, buffered writes and indexes.
+   */
+  services: { stopWork(): Promise<void>; stop(): Promise<void> };
   database: { close(): Promise<void> };
 }
 
@@ -31,12 +34,18 @@ export function throwFailures(failures: unknown[], what: string): void {
 }
 
 /**
- * Stops the HTTP server, then the services, then the database, each even when an earlier one
- * failed: the database is closed cleanly (no recovery at the next start) whatever went wrong
- * before. Returns the process exit code: 0, or 1 when a step failed.
+ * Stops the HTTP server while background work stops, then the services, then the database, each
+ * even when an earlier one failed: the database is closed cleanly (no recovery at the next start)
+ * whatever went wrong before. Work stops as the server drains, not after: workers took more jobs
+ * while a slow upload finished, then waited for them, past the 25 s the process allows itself.
+ * Returns the process exit code: 0, or 1 when a step failed.
  */
 export async function stopGracefully(parts: StoppableParts, logger: FastifyBaseLogger): Promise<number> {
-  const failures = await runEveryStep([() => parts.http.close(), () => parts.services.stop(), () => parts.database.close()]);
+  const drain = async () => {
+    const settled = await Promise.allSettled([parts.http.close(), parts.services.stopWork()]);
+    throwFailures(settled.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason] : [])), 'steps of draining');
+  };
+  const failures = await runEveryStep([drain, () => parts.services.stop(), () => parts.database.close()]);
   for (const failure of failures) logger.error({ err: failure }, 'a shutdown step failed');
   const exitCode = failures.length === 0 ? 0 : 1;
   logger.info({ exitCode }, exitCode === 0 ? 'stopped' : 'stopped after a failed shutdown step');

@@ -71,6 +71,8 @@ export interface AppServices {
   collectionDependencies: CollectionDependencies;
   /** Starts background work (ingestion workers); the app serves without it in tests that want control. */
   start(): Promise<void>;
+  /** Ingestion stops claiming jobs and waits a bounded time for those in progress (see IngestionWorker.stop). */
+  stopWork(): Promise<void>;
   /** Stops background work and flushes what is buffered; does not close the database. */
   stop(): Promise<void>;
 }
@@ -170,8 +172,9 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
     },
+    stopWork: () => ingestion.stop(),
     async stop() {
-      // Every step runs even when one fails (pending usage is still written, indexes still closed).
+      // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
         () => ingestion.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),

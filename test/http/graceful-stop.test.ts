@@ -54,3 +54,28 @@ t.test('a clean stop exits 0', async (t) => {
   t.same(lines.filter((line) => line.level >= 50), [], 'nothing logged as an error');
   t.ok(lines.some((line) => line.msg === 'stopped'));
 });
+
+t.test('ingestion stops taking jobs while the server drains, not after it', async (t) => {
+  const { app, services, database, logger } = await stoppableApp(t);
+  await services.start();
+  let drained!: () => void;
+  const drainedGate = new Promise<void>((resolve) => { drained = resolve; });
+  let workStopped = false;
+  const stopWork = services.stopWork.bind(services);
+  services.stopWork = async () => {
+    await stopWork();
+    workStopped = true;
+  };
+  // The server's drain: a slow upload still arriving. The work must stop meanwhile, not after it.
+  const http = {
+    close: async () => {
+      for (let wait = 0; wait < 100 && !workStopped; wait++) await new Promise((resolve) => setTimeout(resolve, 20));
+      drained();
+      return app.close();
+    },
+  };
+  const stopping = stopGracefully({ http, services, database }, logger);
+  await drainedGate;
+  t.ok(workStopped, 'ingestion stopped taking jobs while the server drained (it waited for the drain before)');
+  t.equal(await stopping, 0);
+});
