@@ -30,6 +30,8 @@ export function acceptJsonBodies(app: FastifyInstance): void {
     const { body } = request;
     // is404: no route at all, which the not-found handler answers as such.
     if (body === undefined || request.is404 || request.routeOptions.schema?.body !== undefined || isEmptyObject(body)) return;
+    // Upload routes read multipart themselves, and answer a JSON body with their own 415.
+    if ((request.routeOptions.schema as { consumes?: string[] } | undefined)?.consumes?.includes('multipart/form-data')) return;
     if (request.headers['content-type']?.toLowerCase().startsWith('multipart/')) return;
     const fields = body !== null && typeof body === 'object' && !Array.isArray(body) ? `; it has ${Object.keys(body).map((key) => JSON.stringify(key)).join(', ')}` : '';
     throw new BadRequestError(`${request.method} ${request.url.split('?')[0]} takes no body${fields}`);
