@@ -136,34 +136,6 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
   return { row, title: parsed.title, sourceMetadata, elements, elementFiles: images.files, chunks };
 }
 
-/** Removes the chunks (with their index entries) and elements of documents: after a failed write. */
-async function removeWrittenParts(runtime: IngestionRuntime, collection: CollectionRecord, documentIds: string[]): Promise<void> {
-  // The elements go in the statement that finds the chunks' keys: one statement less a batch.
-  const rows = await runtime.sql<{ key: string | number }>(
-    `with elements as (delete from document_elements where document_id = any(?::uuid[]))
-     select key from chunks where document_id = any(?::uuid[])`,
-    [documentIds, documentIds],
-  );
-  const keys = rows.map((row) => Number(row.key));
-  await removeFromIndexes(runtime, collection.id, keys);
-  await deleteChunksByKey(runtime.sql, keys);
-}
-
-/**
- * After a failed write, takes back what it wrote of these documents: chunks written before the
- * failure were searchable although their document ended failed or waiting for a retry. The write
- * version moves on, so that answers cached meanwhile, which may hold those chunks, are not served
- * again. When this fails too (the database is away) the retry replaces them.
- */
-async function discardPartialWrites(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[]): Promise<void> {
-  try {
-    await removeWrittenParts(runtime, collection, documents.map((document) => document.row.id));
-    await runtime.recordWrite(collection.id);
-  } catch {
-    // Left to the retry, as above; the failure being handled is the one to report.
-  }
-}
-
 /**
  * Replaces the documents' elements. Their chunks are not removed here: a chunk's id follows from
  * its document's id and index (documentChunkId), so each new chunk replaces the old one of that
@@ -282,7 +254,6 @@ async function indexOneByOne(runtime: IngestionRuntime, collection: CollectionRe
       await embedAndIndex(runtime, collection, [document], progress);
       outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
     } catch (error) {
-      await discardPartialWrites(runtime, collection, [document]);
       if (error instanceof IngestionError && error.stage === 'embedding') throw error;
       failures.push([document, error]);
     }
@@ -328,7 +299,10 @@ async function prepareDocuments(runtime: IngestionRuntime, collection: Collectio
  * tops out near 30 documents/s there. A document whose file cannot be read fails alone; a failure
  * while embedding or writing fails the batch with a retryable error, but for one the database gave
  * for the values written (isDataException). Re-running is safe: previous chunks and index entries
- * of the documents are replaced.
+ * of the documents are replaced. What was written of a document that did not end ready (failed, or
+ * the batch failed) stays: the caller takes it back (takeBackWrittenParts) once it knows the job is
+ * still its own, since a job handed back or taken over meanwhile is another run's, and so are the
+ * chunks of its document.
  */
 export async function ingestDocuments(runtime: IngestionRuntime, collectionId: string, documentIds: string[]): Promise<DocumentOutcome[]> {
   const { sql } = runtime;
@@ -362,7 +336,6 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
       for (const document of documents) outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
     } catch (error) {
       if ((error instanceof IngestionError && error.stage === 'embedding') || documents.length <= 1) {
-        await discardPartialWrites(runtime, collection, documents);
         throw asIngestionError('indexing', error, !isDataException(error));
       }
       await indexOneByOne(runtime, collection, documents, outcomes, progress);

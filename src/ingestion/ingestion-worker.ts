@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { SqlRunner } from '../plugins.js';
 import { IngestionError, ingestDocuments, type IngestionRuntime } from './ingest-document.js';
-import { ABANDONED_ON_LAST_ATTEMPT, type Job, type JobQueue } from './job-queue.js';
+import { ABANDONED_BEFORE_LAST_ATTEMPT, ABANDONED_ON_LAST_ATTEMPT, isLastAttempt, type Job, type JobQueue } from './job-queue.js';
+import { takeBackWrittenParts } from './written-parts.js';
 
 const IDLE_POLL_MS = 1000;
 /** Beats per job lease (job-queue.ts), so a live worker never loses its jobs to a late beat. */
@@ -31,6 +32,11 @@ export class IngestionWorker {
    * ran, and this process's own sweep took them over and ingested them a second time.
    */
   private readonly held = new Set<string>();
+  /**
+   * Jobs of a stopped process this one took over and is settling (takeOverAbandoned): renewed as
+   * `held` is, but never handed back at a stop, which would give them their attempt again.
+   */
+  private readonly takingOver = new Set<string>();
   private readonly sleepers = new Set<() => void>();
   private heartbeat: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
@@ -45,24 +51,48 @@ export class IngestionWorker {
 
   async start(options: { requeueAllRunning: boolean }): Promise<void> {
     if (this.running || this.concurrency === 0) return;
-    await this.takeOverAbandoned(options.requeueAllRunning);
-    this.running = true;
-    this.unsubscribe = this.queue.onNotify(() => this.wakeAll());
+    // Beating before the first take-over: taking back what a large document's stopped run wrote can
+    // outlast a short lease (JOB_LEASE_S), and another replica would take the same jobs over.
     this.heartbeat = setInterval(() => {
-      void this.queue.heartbeat([...this.held]).catch((error: unknown) => this.logger.warn({ err: error }, 'job heartbeat failed'));
-      if (!options.requeueAllRunning) void this.takeOverAbandoned(false).catch(() => undefined);
+      void this.queue.heartbeat([...this.held, ...this.takingOver]).catch((error: unknown) => this.logger.warn({ err: error }, 'job heartbeat failed'));
+      if (this.running && !options.requeueAllRunning) void this.takeOverAbandoned(false).catch(() => undefined);
     }, this.queue.leaseMs / HEARTBEATS_PER_LEASE);
     this.heartbeat.unref();
+    try {
+      await this.takeOverAbandoned(options.requeueAllRunning);
+    } catch (error) {
+      clearInterval(this.heartbeat);
+      throw error;
+    }
+    this.running = true;
+    this.unsubscribe = this.queue.onNotify(() => this.wakeAll());
     for (let index = 0; index < this.concurrency; index++) this.loops.push(this.loop());
   }
 
-  /** Queues again the jobs a stopped process left running; the documents of those out of attempts fail, saying why. */
+  /**
+   * Takes over the jobs a stopped process left running: what their runs wrote is taken back, their
+   * documents go back to pending, and the jobs to the queue; those on their last attempt fail, and
+   * so do their documents, saying why. A crash on the last attempt left a failed document with
+   * every chunk written before it (2,786 of a large file), found by every query.
+   */
   private async takeOverAbandoned(all: boolean): Promise<void> {
-    const { requeued, failed } = await this.queue.requeueAbandoned(all);
-    if (requeued > 0) this.logger.info({ requeued }, 'ingestion jobs left by a stopped process are queued again, to run one at a time');
-    for (const job of failed) {
-      this.logger.error({ jobId: job.id, documentId: job.document_id, attempts: job.attempts }, 'a stopped process left this ingestion job running on its last attempt: failed');
-      if (job.document_id) await this.tellDocument(job.document_id, `processing failed: ${ABANDONED_ON_LAST_ATTEMPT}`, 'failed', 'processing');
+    const jobs = await this.queue.takeOverAbandoned(all);
+    if (jobs.length === 0) return;
+    for (const job of jobs) this.takingOver.add(job.id);
+    try {
+      await this.takeBackWrittenParts(jobs);
+      for (const job of jobs) {
+        const lastAttempt = isLastAttempt(job);
+        if (lastAttempt) this.logger.error({ jobId: job.id, documentId: job.document_id, attempts: job.attempts }, 'a stopped process left this ingestion job running on its last attempt: failed');
+        // Before the job is queued again: told after, the document could already be another run's.
+        if (job.document_id) {
+          await this.tellDocument(job.document_id, `processing failed: ${lastAttempt ? ABANDONED_ON_LAST_ATTEMPT : ABANDONED_BEFORE_LAST_ATTEMPT}`, lastAttempt ? 'failed' : 'retry', 'processing');
+        }
+      }
+      const { requeued } = await this.queue.settleAbandoned(jobs);
+      if (requeued > 0) this.logger.info({ requeued }, 'ingestion jobs left by a stopped process are queued again, to run one at a time');
+    } finally {
+      for (const job of jobs) this.takingOver.delete(job.id);
     }
   }
 
@@ -114,34 +144,59 @@ export class IngestionWorker {
       const outcomes = await ingestDocuments(this.runtime, collectionId, [...jobByDocument.keys()]);
       const failed = outcomes.filter((outcome) => outcome.status === 'failed');
       await this.queue.complete(jobs.filter((job) => !failed.some((outcome) => outcome.documentId === job.document_id)).map((job) => job.id));
-      for (const outcome of failed) await this.recordFailure(jobByDocument.get(outcome.documentId)!, outcome.error!);
+      await this.recordFailures(failed.map((outcome) => ({ job: jobByDocument.get(outcome.documentId)!, failure: outcome.error! })));
     } catch (error) {
       const failure = error instanceof IngestionError ? error : new IngestionError('processing', error instanceof Error ? error.message : String(error), true);
-      for (const job of jobs) await this.recordFailure(job, failure);
+      await this.recordFailures(jobs.map((job) => ({ job, failure })));
     } finally {
       for (const job of jobs) this.held.delete(job.id);
     }
   }
 
-  /** Fails the job (or schedules its retry) and tells the document why, naming the stage. */
-  private async recordFailure(job: Job, failure: IngestionError): Promise<void> {
-    const detail = `${failure.stage} failed: ${failure.message}`;
-    const outcome = await this.queue.fail(job, detail, !failure.retryable).catch(() => 'failed' as const);
-    this.logger.warn({ jobId: job.id, documentId: job.document_id, outcome, error: detail }, 'ingestion failed');
-    // Handed back at a stop (or taken over): the document is another run's now.
-    if (outcome === 'not held') return;
-    if (job.document_id) await this.tellDocument(job.document_id, detail, outcome, failure.stage);
+  /**
+   * Fails the jobs (or schedules their retries) and tells their documents why, naming the stage,
+   * after taking back what was written of them (by this attempt or an earlier one): a document
+   * that failed at parsing on a retry kept the chunks of the attempt handed back before it. Only
+   * for jobs this process still holds: one handed back at a stop, or taken over, is another run's
+   * now, and so are its document's chunks.
+   */
+  private async recordFailures(failures: Array<{ job: Job; failure: IngestionError }>): Promise<void> {
+    if (failures.length === 0) return;
+    // When the database cannot say, the take-back is tried anyway (it fails as well, most likely).
+    const held = await this.queue.stillHeld(failures.map(({ job }) => job.id)).catch(() => null);
+    await this.takeBackWrittenParts(failures.map(({ job }) => job).filter((job) => !held || held.has(job.id)));
+    for (const { job, failure } of failures) {
+      const detail = `${failure.stage} failed: ${failure.message}`;
+      const outcome = await this.queue.fail(job, detail, !failure.retryable).catch(() => 'failed' as const);
+      this.logger.warn({ jobId: job.id, documentId: job.document_id, outcome, error: detail }, 'ingestion failed');
+      // Handed back at a stop (or taken over): the document is another run's now.
+      if (outcome === 'not held') continue;
+      if (job.document_id) await this.tellDocument(job.document_id, detail, outcome, failure.stage);
+    }
+  }
+
+  /**
+   * Removes the chunks (rows, vectors, keyword postings) and elements of the jobs' documents. When
+   * that fails (the database is away) the document's next run replaces its chunks; one that
+   * failed keeps them until it is reprocessed or deleted, which the error logged here says.
+   */
+  private async takeBackWrittenParts(jobs: Job[]): Promise<void> {
+    const documentIds = jobs.flatMap((job) => (job.document_id ? [job.document_id] : []));
+    await takeBackWrittenParts(this.runtime, documentIds)
+      .catch((error: unknown) => this.logger.error({ err: error, documentIds }, 'could not take back what was written of documents that failed or wait for a retry'));
   }
 
   /**
    * Sets the document failed, or back to pending when its job will run again, with the reason and
    * the stage that failed: progress writes are throttled, so the stage last written may be an
-   * earlier one (a failed embedding still read "parsing").
+   * earlier one (a failed embedding still read "parsing"). Its chunks were taken back before
+   * (takeBackWrittenParts), so it counts none: a reprocessed document that failed said it held
+   * those of its ready version.
    */
   private async tellDocument(documentId: string, detail: string, outcome: 'retry' | 'failed', stage: string): Promise<void> {
     const failed = outcome === 'failed';
     await this.sql(
-      `update documents set ${failed ? "status = 'failed', error = ?" : "status = 'pending', error = null"},
+      `update documents set ${failed ? "status = 'failed', error = ?" : "status = 'pending', error = null"}, chunk_count = 0,
          progress = coalesce(progress, '{}'::jsonb) || jsonb_build_object('message', ?::text, 'stage', ?::text), updated_at = now() where id = ?`,
       [...(failed ? [detail] : []), failed ? detail : `${detail} (will retry)`, stage, documentId],
     ).catch((updateError: unknown) => this.logger.error({ err: updateError }, 'could not record the failure'));

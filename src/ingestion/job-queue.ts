@@ -16,8 +16,16 @@ export interface Job {
 /** How long a claimed job may go without a heartbeat before another worker may take it over (JOB_LEASE_S). */
 export const JOB_LEASE_MS = 60_000;
 
+/** Why a document waits for another attempt after its process stopped while working on it. */
+export const ABANDONED_BEFORE_LAST_ATTEMPT = 'the service stopped while this was being processed (out of memory, killed or crashed)';
+
 export const ABANDONED_ON_LAST_ATTEMPT =
   'the service stopped while this was being processed, on its last attempt (out of memory, killed or crashed); not tried again';
+
+/** Whether a job that stops now is not run again (settleAbandoned fails it). */
+export function isLastAttempt(job: Job): boolean {
+  return job.attempts >= job.max_attempts;
+}
 
 export interface AbandonedJobs {
   requeued: number;
@@ -115,20 +123,45 @@ export class JobQueue {
   }
 
   /**
-   * Queues again the jobs of a process that stopped while running them: every running job when
-   * `all` (the embedded database has one process, so at start nothing else can be running), else
-   * those whose lease lapsed. Such a job may be what
-   * stopped it (a file that exhausts memory): it is claimed alone from now on, so it takes no
-   * other job down with it, and one on its last attempt fails instead of stopping every start.
+   * Which of these jobs this process still holds: not handed back at a stop, nor taken over by
+   * another run after their lease lapsed.
    */
-  async requeueAbandoned(all: boolean): Promise<AbandonedJobs> {
+  async stillHeld(jobIds: string[]): Promise<Set<string>> {
+    if (jobIds.length === 0) return new Set();
+    const rows = await this.sql<{ id: string }>(`select id from jobs where id = any(?::uuid[]) and locked_by = ? and status = 'running'`, [jobIds, this.workerId]);
+    return new Set(rows.map((row) => row.id));
+  }
+
+  /**
+   * Takes over the jobs of a process that stopped while running them: every running job when
+   * `all` (the embedded database has one process, so at start nothing else can be running), else
+   * those whose lease lapsed. They stay `running`, held by this process and counted as abandoned,
+   * until settleAbandoned: queued again at once, one could be claimed (here or by another replica)
+   * while what its stopped run wrote was still being taken back, and the new run's chunks went too.
+   */
+  async takeOverAbandoned(all: boolean): Promise<Job[]> {
+    return this.sql<Job>(
+      `update jobs set locked_by = ?, locked_at = now(), abandoned = abandoned + 1, updated_at = now()
+       where status = 'running'${all ? '' : " and locked_at < now() - (? || ' milliseconds')::interval"}
+       returning id, kind, collection_id, document_id, payload, attempts, max_attempts`,
+      all ? [this.workerId] : [this.workerId, String(this.leaseMs)],
+    );
+  }
+
+  /**
+   * Queues again abandoned jobs this process took over (takeOverAbandoned). Such a job may be what
+   * stopped its process (a file that exhausts memory): it is claimed alone from now on, so it takes
+   * no other job down with it, and one on its last attempt (isLastAttempt) fails instead of stopping
+   * every start.
+   */
+  async settleAbandoned(jobs: Job[]): Promise<AbandonedJobs> {
+    if (jobs.length === 0) return { requeued: 0, failed: [] };
     const rows = await this.sql<Job & { status: string }>(
       `update jobs set status = case when attempts >= max_attempts then 'failed' else 'queued' end,
-         last_error = case when attempts >= max_attempts then ? else last_error end,
-         abandoned = abandoned + 1, locked_by = null, updated_at = now()
-       where status = 'running'${all ? '' : " and locked_at < now() - (? || ' milliseconds')::interval"}
+         last_error = case when attempts >= max_attempts then ? else last_error end, locked_by = null, updated_at = now()
+       where id = any(?::uuid[]) and locked_by = ? and status = 'running'
        returning id, kind, collection_id, document_id, payload, attempts, max_attempts, status`,
-      all ? [ABANDONED_ON_LAST_ATTEMPT] : [ABANDONED_ON_LAST_ATTEMPT, String(this.leaseMs)],
+      [ABANDONED_ON_LAST_ATTEMPT, jobs.map((job) => job.id), this.workerId],
     );
     return { requeued: rows.filter((row) => row.status === 'queued').length, failed: rows.filter((row) => row.status === 'failed') };
   }

@@ -31,7 +31,9 @@ for (const backend of testBackends()) {
     await t.test('jobs a stopped process left running are claimed one at a time', async (t) => {
       t.equal((await services.jobs.claim(64)).length, 3, 'the stopped process had claimed the three together');
       await theProcessStops();
-      t.match(await services.jobs.requeueAbandoned(backend === 'pglite'), { requeued: 3, failed: [] });
+      const takenOver = await services.jobs.takeOverAbandoned(backend === 'pglite');
+      t.equal(takenOver.length, 3, 'taken over from the stopped process');
+      t.match(await services.jobs.settleAbandoned(takenOver), { requeued: 3, failed: [] });
       for (const round of [1, 2, 3]) t.equal((await services.jobs.claim(64)).length, 1, `claim ${round}: one job`);
       t.same(await services.jobs.claim(64), [], 'none left');
     });
