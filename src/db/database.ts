@@ -6,6 +6,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM, type EntityManager, type Options } from '@mikro-orm/postgresql';
 import { PGliteDriver, type PGliteConnectionConfig } from 'mikro-orm-pglite';
 import pg from 'pg';
+import { lockDataDirectory, type DataDirectoryLock } from './data-dir-lock.js';
 import { entities } from './entities/index.js';
 import { migrations } from './migrations/index.js';
 
@@ -99,30 +100,49 @@ async function whileHoldingMigrationLock(databaseUrl: string, migrate: () => Pro
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  let orm: MikroORM;
+  // Before PGlite touches the directory: a second process on it loses one side's writes.
+  const lock = options.databaseUrl || options.dataDir === undefined ? undefined : await lockDataDirectory(options.dataDir);
+  let orm: MikroORM | undefined;
   let pglite: PGlite | undefined;
-  if (options.databaseUrl) {
-    orm = await MikroORM.init({
-      ...commonOptions(),
-      clientUrl: options.databaseUrl,
-      pool: { min: 0, max: 10 },
-      driverOptions: { connection: { options: Object.entries(vectorSearchSessionSettings).map(([name, value]) => `-c ${name}=${value}`).join(' ') } },
-      debug: options.debug ?? false,
-    });
-  } else {
-    pglite = await openPglite(options.dataDir);
-    const instance = pglite;
-    orm = await MikroORM.init({
-      ...commonOptions(),
-      driver: PGliteDriver,
-      dbName: 'postgres',
-      driverOptions: { connection: { pglite: () => instance } satisfies PGliteConnectionConfig },
-      debug: options.debug ?? false,
-    } as unknown as Options);
+  try {
+    if (options.databaseUrl) {
+      orm = await MikroORM.init({
+        ...commonOptions(),
+        clientUrl: options.databaseUrl,
+        pool: { min: 0, max: 10 },
+        driverOptions: { connection: { options: Object.entries(vectorSearchSessionSettings).map(([name, value]) => `-c ${name}=${value}`).join(' ') } },
+        debug: options.debug ?? false,
+      });
+    } else {
+      pglite = await openPglite(options.dataDir);
+      const instance = pglite;
+      orm = await MikroORM.init({
+        ...commonOptions(),
+        driver: PGliteDriver,
+        dbName: 'postgres',
+        driverOptions: { connection: { pglite: () => instance } satisfies PGliteConnectionConfig },
+        debug: options.debug ?? false,
+      } as unknown as Options);
+    }
+    if (pglite) sendSingleStatementsAsOne(orm);
+    const migrating = orm;
+    if (options.databaseUrl) await whileHoldingMigrationLock(options.databaseUrl, () => migrating.getMigrator().up());
+    else await orm.getMigrator().up();
+  } catch (error) {
+    await closeAfterFailedOpen(orm, pglite, lock);
+    throw error;
   }
-  if (pglite) sendSingleStatementsAsOne(orm);
-  if (options.databaseUrl) await whileHoldingMigrationLock(options.databaseUrl, () => orm.getMigrator().up());
-  else await orm.getMigrator().up();
+  return databaseHandle(orm, pglite, lock);
+}
+
+/** A start that failed half-way closes what it opened, then lets the next start have the directory. */
+async function closeAfterFailedOpen(orm: MikroORM | undefined, pglite: PGlite | undefined, lock: DataDirectoryLock | undefined): Promise<void> {
+  await orm?.close(true).catch(() => undefined);
+  if (pglite && !pglite.closed) await pglite.close().catch(() => undefined);
+  await lock?.release();
+}
+
+function databaseHandle(orm: MikroORM, pglite: PGlite | undefined, lock: DataDirectoryLock | undefined): Database {
   const kind = pglite ? 'pglite' : 'postgresql';
   return {
     orm,
@@ -140,9 +160,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       }
     },
     async close() {
-      await orm.close(true);
-      // The ORM borrowed the PGlite instance, so it is closed here, after the ORM.
-      if (pglite && !pglite.closed) await pglite.close();
+      try {
+        await orm.close(true);
+        // The ORM borrowed the PGlite instance, so it is closed here, after the ORM.
+        if (pglite && !pglite.closed) await pglite.close();
+      } finally {
+        // Also after a failed close: this process is done with the directory either way.
+        await lock?.release();
+      }
     },
   };
 }
