@@ -132,7 +132,7 @@ class FilterParser {
   }
 
   private scalar(value: unknown, field: string, operator: string): FilterScalar {
-    if (typeof value === 'number' && !Number.isFinite(value)) throw beyondDouble(operator, field, value);
+    if (value === Infinity || value === -Infinity) throw beyondDouble(operator, field, value);
     if (!isScalar(value)) {
       const hint = operator === '$eq' && Array.isArray(value) ? ' (use {"$in": [...]} to match any of several values)' : '';
       throw new BadRequestError(`Operator "${operator}" on field "${field}" takes a string, number, boolean or null${hint}`);
