@@ -81,9 +81,30 @@ export async function insertChunks(sql: SqlRunner, collectionId: string, chunks:
   return keys;
 }
 
-export async function chunkKeysOfDocuments(sql: SqlRunner, documentIds: string[]): Promise<number[]> {
-  const rows = await sql<{ key: string | number }>('select key from chunks where document_id = any(?::uuid[])', [documentIds]);
-  return rows.map((row) => Number(row.key));
+/**
+ * Deletes documents of a collection with their chunks (and, through the trigger of migration 0008,
+ * their elements) and returns the deleted chunks' keys, whose index entries the caller removes.
+ * The documents are locked first: a chunk write holds KEY SHARE on its document for its statement
+ * (insertChunks), so this waits for one in flight and blocks the next until the documents are
+ * gone, and the chunk deletion, a statement of its own with a snapshot taken after the lock, sees
+ * every chunk written. One statement could not do it: its snapshot predates the wait, and chunks
+ * committed meanwhile would go with the trigger without their keys being returned.
+ */
+export async function deleteDocumentRows(sql: SqlRunner, collectionId: string, documentIds: string[]): Promise<number[]> {
+  return sql.transaction(async (run) => {
+    // In id order, so that two deletions of overlapping documents lock them in the same order.
+    const locked = await run<{ id: string }>(
+      'select id from documents where id = any(?::uuid[]) and collection_id = ? order by id for update', [documentIds, collectionId],
+    );
+    if (locked.length === 0) return [];
+    const ids = locked.map((row) => row.id);
+    const rows = await run<{ key: string | number }>(
+      `with documents_gone as (delete from documents where id = any(?::uuid[]))
+       delete from chunks where document_id = any(?::uuid[]) returning key`,
+      [ids, ids],
+    );
+    return rows.map((row) => Number(row.key));
+  });
 }
 
 export async function deleteChunksByKey(sql: SqlRunner, keys: number[]): Promise<void> {

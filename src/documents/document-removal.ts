@@ -1,10 +1,11 @@
 import type { CollectionRecord } from '../db/entities/index.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
+import { NotFoundError } from '../errors.js';
 import type { SqlRunner } from '../plugins.js';
-import { dropCollectionIndexes, prepareCollectionIndexes, removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
+import { dropCollectionIndexes, prepareIndexesOfLiveCollection, removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
 import type { FileStore } from '../storage/file-store.js';
 import { elementFilesPrefix } from './element-files.js';
-import { chunkKeysOfDocuments } from './chunk-store.js';
+import { deleteDocumentRows } from './chunk-store.js';
 
 export interface RemovalRuntime {
   sql: SqlRunner;
@@ -26,13 +27,18 @@ export async function removeDocument(runtime: RemovalRuntime, collection: Collec
 /**
  * Deletes several documents of one collection with a fixed number of statements (a batch of 1,000
  * costs what one does on PGlite's ~1 ms a statement), then their stored files.
+ *
+ * Rows first, index entries after, by the keys the deletion returned. An ingestion writing these
+ * documents adds its index entries after its chunk rows, then looks the rows up and removes the
+ * entries of those gone (removeEntriesOfDeletedRows): each entry is then removed by one side or
+ * the other. The other way round (entries, then rows), that look-up could fall in between, find
+ * the rows still there and keep entries the deletion had already passed: on PostgreSQL with two
+ * replicas, 120 deletes during indexing left 28 vectors for good, and BM25 counted 21 chunks for 18.
  */
 export async function removeDocuments(runtime: RemovalRuntime, collection: CollectionRecord, documents: RemovableDocument[]): Promise<void> {
   if (documents.length === 0) return;
-  const ids = documents.map((document) => document.id);
-  await removeFromIndexes(runtime.indexes, collection.id, await chunkKeysOfDocuments(runtime.sql, ids));
-  // Chunks and elements go with the rows (foreign keys cascade).
-  await runtime.sql('delete from documents where id = any(?::uuid[]) and collection_id = ?', [ids, collection.id]);
+  const keys = await deleteDocumentRows(runtime.sql, collection.id, documents.map((document) => document.id));
+  await removeFromIndexes(runtime.indexes, collection.id, keys);
   await runtime.directory.recordWrite(runtime.sql, collection.id);
   for (const document of documents) {
     if (document.storageKey) await runtime.files.remove(document.storageKey);
@@ -41,17 +47,27 @@ export async function removeDocuments(runtime: RemovalRuntime, collection: Colle
   }
 }
 
-/** Removes every document, raw vector, batch and upload session of a collection and keeps the collection. */
+/**
+ * Removes every document, raw vector, batch and upload session of a collection and keeps the
+ * collection. Rows before index entries, as removeDocuments does and for the same reason; the
+ * entries go by collection (fast), so a chunk written in the moment between the two (an upload or
+ * raw vector racing the truncate) loses its entries, where the other order kept entries of deleted
+ * rows. A collection deleted meanwhile (by another replica) is a 404, and the indexes made again
+ * for it are removed: they were left behind, and every vector insert paid for an index of nothing.
+ */
 export async function truncateCollection(runtime: RemovalRuntime, collection: CollectionRecord): Promise<number> {
-  await dropCollectionIndexes(runtime.indexes, collection);
+  // The trigger of migration 0008 deletes the documents' chunks and elements; then the raw vectors.
   const deleted = await runtime.sql<{ id: string }>('delete from documents where collection_id = ? returning id', [collection.id]);
   await runtime.sql('delete from chunks where collection_id = ?', [collection.id]);
   // Open sessions' files are under the collection's prefix too, which goes below.
   await runtime.sql('delete from upload_sessions where collection_id = ?', [collection.id]);
   await runtime.sql('delete from document_batches where collection_id = ?', [collection.id]);
+  await dropCollectionIndexes(runtime.indexes, collection);
   await runtime.directory.recordWrite(runtime.sql, collection.id);
   await runtime.files.remove(collection.id);
-  await prepareCollectionIndexes(runtime.indexes, collection);
+  if (!await prepareIndexesOfLiveCollection(runtime.sql, runtime.indexes, collection)) {
+    throw new NotFoundError(`Collection ${collection.name} not found: it was deleted while this request was handled`);
+  }
   return deleted.length;
 }
 

@@ -12,6 +12,21 @@ export async function prepareCollectionIndexes(indexes: SearchIndexes, collectio
   await indexes.vectorStore.ensureCollection(collection.id, collection.dimension);
 }
 
+/**
+ * Prepares the collection's indexes, then looks whether the collection still exists: when another
+ * request (another replica) deleted it meanwhile, its deletion may have dropped the indexes before
+ * they were made again here, so they are dropped again and the answer is false. Looking after
+ * making covers every order: a deletion that commits after the look drops the indexes after they
+ * were made.
+ */
+export async function prepareIndexesOfLiveCollection(sql: SqlRunner, indexes: SearchIndexes, collection: CollectionRecord): Promise<boolean> {
+  await prepareCollectionIndexes(indexes, collection);
+  const [live] = await sql('select 1 from collections where id = ?', [collection.id]);
+  if (live) return true;
+  await dropCollectionIndexes(indexes, collection);
+  return false;
+}
+
 export async function dropCollectionIndexes(indexes: SearchIndexes, collection: CollectionRecord): Promise<void> {
   await indexes.keywordIndex.dropCollection(collection.id);
   await indexes.vectorStore.dropCollection(collection.id);
@@ -25,9 +40,17 @@ export async function removeFromIndexes(indexes: SearchIndexes, collectionId: st
 
 /**
  * Called after index entries were added for freshly written chunk rows: removes the entries whose
- * rows are gone. A deletion (document, raw vector, collection) that ran between the row write and
- * the index write removed the rows and the index entries it found, but not these, which did not
- * exist yet; left in place they took places in every top-k and skewed BM25 statistics.
+ * rows are gone. A deletion of documents or of a collection deletes rows before it removes their
+ * entries (document-removal.ts, collections.service.ts): entries written before the rows went are
+ * its to remove, these, written after, are found here; left in place they took places in every top-k and skewed BM25
+ * statistics. The SQL keyword index and pgvector do not write entries of deleted rows in the first
+ * place; the in-process indexes (memory keyword index, embedded vectors) do, until this runs.
+ *
+ * Until then a query could meet those entries and drop them at the fetch, answering short, and the
+ * query cache kept that answer for as long as the rest of the ingestion took (a 4,096-chunk slice
+ * takes ~14 s on PostgreSQL): so the collection's write version moves on when entries were removed.
+ * Through SQL, as the callers hold no CollectionDirectory: this process sees the new version when
+ * its cached record expires (COLLECTION_CACHE_MS), as other replicas see any write.
  */
 export async function removeEntriesOfDeletedRows(sql: SqlRunner, indexes: SearchIndexes, collectionId: string, keys: number[]): Promise<void> {
   if (keys.length === 0) return;
@@ -35,4 +58,5 @@ export async function removeEntriesOfDeletedRows(sql: SqlRunner, indexes: Search
   if (rows.length === keys.length) return;
   const present = new Set(rows.map((row) => Number(row.key)));
   await removeFromIndexes(indexes, collectionId, keys.filter((key) => !present.has(key)));
+  await sql('update collections set write_version = write_version + 1, updated_at = now() where id = ?', [collectionId]);
 }

@@ -29,6 +29,14 @@ const maximumEfSearch = 1_000;
  */
 const insertBatchRows = { pglite: 100, postgresql: 500 } as const;
 
+export interface PgvectorStoreOptions {
+  /**
+   * Write only the vectors whose `chunks` row exists (see upsert). The plugin, which the service
+   * uses, sets it; bench/search/vector-stores.ts measures the store alone, without chunk rows.
+   */
+  onlyVectorsOfLiveChunks?: boolean;
+}
+
 /** Deterministic, so a retried ensureCollection finds the index it created (52 chars < 63). */
 export function hnswIndexName(collectionId: string, dimension: number): string {
   return `pgvector_hnsw_${collectionId.replaceAll('-', '').toLowerCase()}_${dimension}`;
@@ -48,16 +56,35 @@ function vectorLiteral(embedding: Float32Array): string {
   return `[${embedding.join(',')}]`;
 }
 
+/**
+ * The index exists already: another process (a replica truncating or creating the same
+ * collection) made it between our `if not exists` check and our catalog insert, which PostgreSQL
+ * then refuses as a duplicate pg_class name (23505) or, later in the race, a duplicate relation
+ * (42P07). The refusal comes once the other creation committed, so the index is there.
+ */
+function isIndexMadeElsewhere(error: unknown): boolean {
+  const { code, constraint, message } = (error ?? {}) as { code?: unknown; constraint?: unknown; message?: unknown };
+  if (code === '42P07') return true;
+  return code === '23505' && (constraint === 'pg_class_relname_nsp_index' || String(message).includes('pg_class_relname_nsp_index'));
+}
+
 export class PgvectorStore implements VectorStore {
   readonly name = 'pgvector';
   /** Set on every connection the service opens (src/db/database.ts); a search for more results raises ef_search to top_k. */
   readonly settings = { ef_search: minimumEfSearch, iterative_scan: vectorSearchSessionSettings['hnsw.iterative_scan'] };
   /** Filled by ensureCollection; search falls back to the query's length (same index expression). */
   private readonly dimensions = new Map<string, number>();
-  /** Index creations in flight: two concurrent `create index if not exists` race on PostgreSQL. */
+  /**
+   * Index creations in flight: two concurrent `create index if not exists` race on PostgreSQL.
+   * Across processes the loser's refusal counts as success (isIndexMadeElsewhere).
+   */
   private readonly creatingIndexes = new Map<string, Promise<void>>();
 
-  constructor(private readonly sql: SqlRunner) {}
+  private readonly onlyVectorsOfLiveChunks: boolean;
+
+  constructor(private readonly sql: SqlRunner, options: PgvectorStoreOptions = {}) {
+    this.onlyVectorsOfLiveChunks = options.onlyVectorsOfLiveChunks ?? false;
+  }
 
   async ensureCollection(collectionId: string, dimension: number): Promise<void> {
     checkCollectionId(collectionId);
@@ -77,6 +104,15 @@ export class PgvectorStore implements VectorStore {
    * megabyte-sized statements (measured on the embedded store's base64 batches). A literal made
    * by `vectorLiteral` holds only digits, signs, '.', 'e', ',', brackets (and NaN/Infinity, which
    * pgvector refuses); no quote or '|', the separator. Keys are checked to be integers.
+   *
+   * With onlyVectorsOfLiveChunks, a vector whose chunk row is gone is not written: a document
+   * deleted while its chunks were indexed otherwise left orphan vectors until the ingestion's
+   * clean-up after the whole slice (~14 s for 4,096 chunks with HNSW on PostgreSQL), and a
+   * top_k of 10 answered with 1 result meanwhile. The rows are held with KEY SHARE for the
+   * statement, so a deletion arriving now waits for it and then removes these vectors with the
+   * rows' other entries (document-removal.ts); SKIP LOCKED passes over rows a deletion holds
+   * already (deletes take FOR UPDATE; a chunk update takes NO KEY UPDATE, which KEY SHARE does not
+   * wait for), so the upsert never waits for a deletion and the two cannot deadlock.
    */
   async upsert(records: VectorRecord[]): Promise<void> {
     const batchRows = insertBatchRows[this.sql.dialect];
@@ -84,12 +120,15 @@ export class PgvectorStore implements VectorStore {
       const batch = records.slice(start, start + batchRows);
       const keys = batch.map((record) => record.key);
       if (!keys.every(Number.isSafeInteger)) throw new UnprocessableError('vector keys must be integers');
+      const keyArray = `'{${keys.join(',')}}'::bigint[]`;
       await this.sql(
-        `insert into pgvector_embeddings (chunk_key, collection_id, document_id, tenant, metadata, embedding)
+        `${this.onlyVectorsOfLiveChunks ? `with live_chunks as (select key from chunks where key = any(${keyArray}) for key share skip locked)` : ''}
+         insert into pgvector_embeddings (chunk_key, collection_id, document_id, tenant, metadata, embedding)
          select chunk_key, collection_id, document_id, tenant, metadata::jsonb, embedding::vector
-         from unnest('{${keys.join(',')}}'::bigint[], ?::uuid[], ?::uuid[], ?::text[], ?::text[],
+         from unnest(${keyArray}, ?::uuid[], ?::uuid[], ?::text[], ?::text[],
                      string_to_array('${batch.map((record) => vectorLiteral(record.embedding)).join('|')}', '|'))
            as row(chunk_key, collection_id, document_id, tenant, metadata, embedding)
+         ${this.onlyVectorsOfLiveChunks ? 'where chunk_key in (select key from live_chunks)' : ''}
          on conflict (chunk_key) do update set collection_id = excluded.collection_id, document_id = excluded.document_id,
            tenant = excluded.tenant, metadata = excluded.metadata, embedding = excluded.embedding`,
         [
@@ -193,7 +232,10 @@ export class PgvectorStore implements VectorStore {
         `create index if not exists ${name} on pgvector_embeddings
          using hnsw ((embedding::vector(${dimension})) vector_cosine_ops)
          where collection_id = '${collectionId.toLowerCase()}'`,
-      ).then(() => undefined);
+      ).then(() => undefined, (error: unknown) => {
+        // Two replicas truncating one collection at once: one answered 500 (this map is per process).
+        if (!isIndexMadeElsewhere(error)) throw error;
+      });
       this.creatingIndexes.set(name, creating);
       // Kept once created: re-issuing `create index if not exists` per batch cost ~22 ms and a
       // SHARE lock that blocked concurrent inserts. Forgotten on failure and on dropCollection.
@@ -209,6 +251,6 @@ export const pgvectorStorePlugin: PluginDefinition<'vector-store'> = {
   description: 'pgvector in the service database: one partial HNSW index per collection, filters in SQL',
   create(_config, deps) {
     if (!deps.sql) throw new ServiceUnavailableError('the pgvector store needs the service database (deps.sql)');
-    return new PgvectorStore(deps.sql);
+    return new PgvectorStore(deps.sql, { onlyVectorsOfLiveChunks: true });
   },
 };

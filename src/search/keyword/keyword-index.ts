@@ -46,7 +46,10 @@ export interface KeywordHit {
 
 export interface KeywordIndex {
   readonly name: 'memory' | 'sql';
-  /** Inserts or replaces by key (the last entry wins when a key repeats). */
+  /**
+   * Inserts or replaces by key (the last entry wins when a key repeats). The SQL index writes no
+   * entry for a key whose `chunks` row is gone (it removes the old one), as pgvector does.
+   */
   add(collectionId: string, entries: KeywordEntry[]): Promise<void>;
   remove(collectionId: string, keys: number[]): Promise<void>;
   dropCollection(collectionId: string): Promise<void>;

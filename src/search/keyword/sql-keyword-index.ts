@@ -120,6 +120,43 @@ async function replaceStatistics(
   await run('delete from keyword_stats where collection_id = ?::uuid and chunk_count <= 0', [collectionId]);
 }
 
+/**
+ * The batch without the chunks whose rows are gone. Each chunk has at least one posting (the empty
+ * term stands in for none), whose length and partition give its share of the statistics.
+ */
+function keepChunks(batch: IngestBatch, live: Set<number>): IngestBatch {
+  const kept = emptyBatch();
+  const { tenants, terms, chunkKeys, termFrequencies, chunkLengths } = batch.postings;
+  for (let index = 0; index < chunkKeys.length; index++) {
+    const key = chunkKeys[index];
+    if (!live.has(key)) continue;
+    const postings = kept.postings;
+    postings.tenants.push(tenants[index]);
+    postings.terms.push(terms[index]);
+    postings.chunkKeys.push(key);
+    postings.termFrequencies.push(termFrequencies[index]);
+    postings.chunkLengths.push(chunkLengths[index]);
+    if (kept.keys[kept.keys.length - 1] === key) continue;
+    kept.keys.push(key);
+    const totals = kept.added.get(tenants[index]) ?? { chunkCount: 0, totalLength: 0 };
+    totals.chunkCount += 1;
+    totals.totalLength += chunkLengths[index];
+    kept.added.set(tenants[index], totals);
+  }
+  return kept;
+}
+
+/**
+ * The keys among `keys` whose chunk rows exist, held with KEY SHARE until the transaction ends: a
+ * deletion arriving meanwhile waits, then removes these postings with the rows' other entries
+ * (document-removal.ts). SKIP LOCKED passes over rows a deletion holds already (FOR UPDATE), so
+ * a write never waits for a deletion and the two cannot deadlock; such rows count as gone.
+ */
+async function liveChunkKeys(run: Statement, keys: number[]): Promise<Set<number>> {
+  const rows = await run<{ key: string | number }>('select key from chunks where key = any(?::bigint[]) for key share skip locked', [keys]);
+  return new Set(rows.map((row) => Number(row.key)));
+}
+
 async function insertPostings(run: Statement, collectionId: string, postings: PostingColumns): Promise<void> {
   for (let start = 0; start < postings.terms.length; start += postingsPerStatement) {
     const end = start + postingsPerStatement;
@@ -210,10 +247,18 @@ function searchStatement(request: KeywordSearchRequest, queryTerms: QueryTerm[])
 }
 
 export function createSqlKeywordIndex(sql: SqlRunner): KeywordIndex {
+  /**
+   * Postings are written only for chunks whose rows exist (liveChunkKeys): a document deleted while
+   * its chunks were indexed otherwise left postings, counted in the BM25 statistics and taking
+   * places in top-k, until the ingestion's clean-up after the whole slice. The old postings of
+   * every key of the batch are replaced all the same.
+   */
   async function writeBatch(collectionId: string, batch: IngestBatch): Promise<void> {
     await sql.transaction(async (run) => {
-      await replaceStatistics(run, collectionId, batch.keys, batch.added);
-      await insertPostings(run, collectionId, batch.postings);
+      const live = await liveChunkKeys(run, batch.keys);
+      const written = live.size === batch.keys.length ? batch : keepChunks(batch, live);
+      await replaceStatistics(run, collectionId, batch.keys, written.added);
+      await insertPostings(run, collectionId, written.postings);
     });
   }
 

@@ -1,0 +1,109 @@
+/**
+ * Truncate racing other replicas (probe on PostgreSQL with two replicas):
+ * - two truncates of one collection at once: both drop the collection's HNSW index and make it
+ *   again, and the second `create index if not exists` was refused as a duplicate pg_class name:
+ *   a 500. The other creation is made here by a client of the test, held open until the truncate's
+ *   statement waits for it, so the moment is certain.
+ * - a truncate while another replica deletes the collection: it answered 200 and made the deleted
+ *   collection's index again, left for good (every vector insert paid its predicate). Now a 404, and
+ *   what it made is removed. The deletion is run from inside the truncate, as it makes the indexes.
+ * On PGlite (one process) the same truncate and deletion go through one app, with either store.
+ */
+import pg from 'pg';
+import t from 'tap';
+import { hnswIndexName } from '../../plugins/vector-store/pgvector/index.js';
+import type { Config } from '../../src/config.js';
+import { assertError } from '../support/assertions.js';
+import { adminTestApp, buildTestApp, createTestCollection, testBackends, type Backend, type TestApp } from '../support/test-app.js';
+
+async function indexesOf(app: TestApp, collectionId: string): Promise<string[]> {
+  const rows = await app.services.sql<{ indexname: string }>(
+    "select indexname from pg_indexes where tablename = 'pgvector_embeddings' and starts_with(indexname, ?)", [hnswIndexName(collectionId, 0).slice(0, -1)],
+  );
+  return rows.map((row) => row.indexname);
+}
+
+type Variant = { backend: Backend; overrides: Partial<Config> };
+const variants = testBackends().flatMap((backend): Variant[] => backend === 'pglite'
+  ? [{ backend, overrides: {} }, { backend, overrides: { vectorStore: 'pgvector' } }]
+  : [{ backend, overrides: {} }]);
+
+for (const { backend, overrides } of variants) {
+  t.test(`${backend}, ${overrides.vectorStore ?? (backend === 'pglite' ? 'embedded' : 'pgvector')} store`, async (t) => {
+    const first = await adminTestApp(t, backend, overrides);
+    const { admin } = first;
+    // Another replica on PostgreSQL; on PGlite the one process is both.
+    let second: TestApp = first;
+    if (backend === 'postgresql') {
+      second = await buildTestApp(backend, overrides, { replicaOf: first.services.config.databaseUrl!, startWorkers: false });
+      t.teardown(() => second.close());
+    }
+    const pgvector = first.services.indexes.vectorStore.name === 'pgvector';
+
+    await t.test('a collection deleted by another replica while it is truncated: 404, and no index is made again for it', async (t) => {
+      const collection = await createTestCollection(first.app, admin, { name: 'truncated-and-deleted' });
+      const vectorStore = first.services.indexes.vectorStore;
+      const ensureCollection = vectorStore.ensureCollection;
+      t.teardown(() => Object.assign(vectorStore, { ensureCollection }));
+      let deletion: { statusCode: number } | undefined;
+      vectorStore.ensureCollection = async (collectionId, dimension) => {
+        if (!deletion) deletion = await second.app.inject({ method: 'DELETE', url: '/v1/collections/truncated-and-deleted', headers: admin });
+        return ensureCollection.call(vectorStore, collectionId, dimension);
+      };
+      const truncate = await first.app.inject({ method: 'POST', url: '/v1/collections/truncated-and-deleted/truncate', headers: admin });
+      Object.assign(vectorStore, { ensureCollection });
+      t.equal(deletion?.statusCode, 204, 'the collection was deleted as the truncate made its indexes again');
+      assertError(t, truncate, 404, /^Collection truncated-and-deleted not found: it was deleted while this request was handled/, 'the truncate');
+      if (pgvector) t.same(await indexesOf(first, collection.id), [], 'no HNSW index of the deleted collection');
+      else t.match(await vectorStore.describe(collection.id), { vectors: 0, memory_index: { loaded: false } }, 'no in-memory index of the deleted collection');
+      t.equal((await first.app.inject({ url: '/v1/collections/truncated-and-deleted', headers: admin })).statusCode, 404, 'the collection stays deleted');
+    });
+
+    if (backend !== 'postgresql') return;
+
+    await t.test('a truncate whose index another replica makes at the same moment: 200, one index', async (t) => {
+      const collection = await createTestCollection(first.app, admin, { name: 'truncated-twice' });
+      const name = hnswIndexName(collection.id, collection.dimension);
+      const other = new pg.Client({ connectionString: first.services.config.databaseUrl! });
+      await other.connect();
+      t.teardown(() => other.end());
+      const vectorStore = first.services.indexes.vectorStore;
+      const ensureCollection = vectorStore.ensureCollection;
+      t.teardown(() => Object.assign(vectorStore, { ensureCollection }));
+      vectorStore.ensureCollection = async (collectionId, dimension) => {
+        // The truncate dropped the index; the other replica makes it, and has not committed yet.
+        await other.query('begin');
+        await other.query(`create index ${name} on pgvector_embeddings using hnsw ((embedding::vector(${dimension})) vector_cosine_ops) where collection_id = '${collectionId}'`);
+        const ours = ensureCollection.call(vectorStore, collectionId, dimension);
+        // Returned below; until then its refusal (before the fix) must not count as unhandled.
+        ours.catch(() => undefined);
+        for (let waited = 0; ; waited += 20) {
+          // Activity is read once per transaction unless told otherwise, and this client is in one.
+          await other.query('select pg_stat_clear_snapshot()');
+          const [waiting] = await other.query<{ count: string }>(
+            `select count(*) as count from pg_stat_activity where wait_event_type = 'Lock' and query like '%create index if not exists ${name}%'`,
+          ).then((result) => result.rows);
+          if (Number(waiting!.count) > 0) break;
+          if (waited > 10_000) throw new Error('the truncate never waited for the other creation');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        await other.query('commit');
+        return ours;
+      };
+      const truncate = await first.app.inject({ method: 'POST', url: '/v1/collections/truncated-twice/truncate', headers: admin });
+      Object.assign(vectorStore, { ensureCollection });
+      t.equal(truncate.statusCode, 200, truncate.body);
+      t.same(await indexesOf(first, collection.id), [name], 'the one index');
+    });
+
+    await t.test('truncates of one collection through two replicas at once all succeed', async (t) => {
+      const collection = await createTestCollection(first.app, admin, { name: 'truncated-together' });
+      for (let round = 0; round < 4; round++) {
+        const answers = await Promise.all([first, second, first, second].map((replica) =>
+          replica.app.inject({ method: 'POST', url: '/v1/collections/truncated-together/truncate', headers: admin })));
+        t.same(answers.map((answer) => answer.statusCode), [200, 200, 200, 200], `round ${round}: ${answers.map((answer) => answer.body).join(' ')}`);
+      }
+      t.same(await indexesOf(first, collection.id), [hnswIndexName(collection.id, collection.dimension)], 'the one index');
+    });
+  });
+}
