@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import { AppError } from '../errors.js';
 import { AllowedMethods } from './allowed-methods.js';
+import { readsMultipart } from './json-body.js';
 import { describeValidationErrors } from './validation.js';
 
 const FASTIFY_CODES_TO_STATUS: Record<string, number> = {
@@ -24,8 +25,7 @@ function pathOf(request: FastifyRequest): string {
 /** What the route reads instead: multipart for uploads (their schema's `consumes`), JSON elsewhere. */
 function unsupportedMediaTypeDetail(request: FastifyRequest): string {
   const sent = request.headers['content-type']?.split(';')[0]?.trim() || 'none';
-  const consumes = (request.routeOptions.schema as { consumes?: string[] } | undefined)?.consumes;
-  const expected = consumes?.includes('multipart/form-data') ? 'multipart/form-data' : 'application/json';
+  const expected = readsMultipart(request) ? 'multipart/form-data' : 'application/json';
   return `Content-Type ${sent} is not read by ${request.method} ${pathOf(request)}: send ${expected}`;
 }
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { excessNestingDetail } from '../db/storable-values.js';
 import { BadRequestError } from '../errors.js';
 import { parsesAsJson } from '../parsing/content-sniffing.js';
@@ -31,11 +31,16 @@ export function acceptJsonBodies(app: FastifyInstance): void {
     // is404: no route at all, which the not-found handler answers as such.
     if (body === undefined || request.is404 || request.routeOptions.schema?.body !== undefined || isEmptyObject(body)) return;
     // Upload routes read multipart themselves, and answer a JSON body with their own 415.
-    if ((request.routeOptions.schema as { consumes?: string[] } | undefined)?.consumes?.includes('multipart/form-data')) return;
+    if (readsMultipart(request)) return;
     if (request.headers['content-type']?.toLowerCase().startsWith('multipart/')) return;
     const fields = body !== null && typeof body === 'object' && !Array.isArray(body) ? `; it has ${Object.keys(body).map((key) => JSON.stringify(key)).join(', ')}` : '';
     throw new BadRequestError(`${request.method} ${request.url.split('?')[0]} takes no body${fields}`);
   });
+}
+
+/** An upload route: its schema says it consumes multipart/form-data, which it reads itself. */
+export function readsMultipart(request: FastifyRequest): boolean {
+  return (request.routeOptions.schema as { consumes?: string[] } | undefined)?.consumes?.includes('multipart/form-data') ?? false;
 }
 
 function isEmptyObject(value: unknown): boolean {

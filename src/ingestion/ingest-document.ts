@@ -188,7 +188,7 @@ async function writeChunks(runtime: IngestionRuntime, collection: CollectionReco
   await runtime.vectorStore.upsert(written.map(({ row, key, embedding }) => ({
     key, collectionId: collection.id, documentId: row.documentId, embedding, metadata: row.metadata, tenant: row.tenant,
   })));
-  await removeEntriesOfDeletedRows(runtime.sql, runtime, collection.id, written.map(({ key }) => key));
+  await removeEntriesOfDeletedRows(runtime.sql, runtime, collection.id, written.map(({ key }) => key), (id) => runtime.recordWrite(id));
 }
 
 type Progress = (stage: string, percent: number, message: string) => Promise<void>;

@@ -48,15 +48,17 @@ export async function removeFromIndexes(indexes: SearchIndexes, collectionId: st
  *
  * Until then a query could meet those entries and drop them at the fetch, answering short, and the
  * query cache kept that answer for as long as the rest of the ingestion took (a 4,096-chunk slice
- * takes ~14 s on PostgreSQL): so the collection's write version moves on when entries were removed.
- * Through SQL, as the callers hold no CollectionDirectory: this process sees the new version when
- * its cached record expires (COLLECTION_CACHE_MS), as other replicas see any write.
+ * takes ~14 s on PostgreSQL): so the collection's write version moves on when entries were removed,
+ * through the caller's `recordWrite` (CollectionDirectory.recordWrite, which also drops this
+ * process's cached record at once).
  */
-export async function removeEntriesOfDeletedRows(sql: SqlRunner, indexes: SearchIndexes, collectionId: string, keys: number[]): Promise<void> {
+export async function removeEntriesOfDeletedRows(
+  sql: SqlRunner, indexes: SearchIndexes, collectionId: string, keys: number[], recordWrite: (collectionId: string) => Promise<void>,
+): Promise<void> {
   if (keys.length === 0) return;
   const rows = await sql<{ key: string | number }>('select key from chunks where key = any(?::bigint[])', [keys]);
   if (rows.length === keys.length) return;
   const present = new Set(rows.map((row) => Number(row.key)));
   await removeFromIndexes(indexes, collectionId, keys.filter((key) => !present.has(key)));
-  await sql('update collections set write_version = write_version + 1, updated_at = now() where id = ?', [collectionId]);
+  await recordWrite(collectionId);
 }

@@ -78,7 +78,7 @@ async function writeRawVectors(runtime: RawVectorRuntime, collection: Collection
     await runtime.indexes.vectorStore.upsert(prepared.map((vector, index) => ({
       key: keys[index]!, collectionId: collection.id, documentId: null, embedding: vector.embedding, metadata: vector.metadata, tenant: vector.tenant,
     })));
-    await removeEntriesOfDeletedRows(runtime.sql, runtime.indexes, collection.id, keys as number[]);
+    await removeEntriesOfDeletedRows(runtime.sql, runtime.indexes, collection.id, keys as number[], (id) => runtime.directory.recordWrite(runtime.sql, id));
   } catch (error) {
     await takeBackUpsert(runtime, collection, keys, existing);
     throw error;

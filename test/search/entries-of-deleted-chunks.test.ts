@@ -12,6 +12,7 @@ import pg from 'pg';
 import t, { type Test } from 'tap';
 import { pgvectorStorePlugin } from '../../plugins/vector-store/pgvector/index.js';
 import { openDatabase } from '../../src/db/database.js';
+import { CollectionDirectory } from '../../src/collections/collection-directory.js';
 import { createSqlRunner } from '../../src/db/sql-runner.js';
 import type { SqlRunner, VectorRecord, VectorStore } from '../../src/plugins.js';
 import type { KeywordIndex } from '../../src/search/keyword/keyword-index.js';
@@ -106,17 +107,20 @@ for (const backend of testBackends()) {
     });
 
     await t.test('the clean-up after an index write moves the write version when it removed entries', async (t) => {
+      // The directory's own recordWrite, as the ingestion and raw-vector callers pass it.
+      const directory = new CollectionDirectory(() => { throw new Error('not used by recordWrite'); });
+      const recordWrite = (id: string) => directory.recordWrite(sql, id);
       const collectionId = await createCollection(sql);
       await vectorStore.ensureCollection(collectionId, dimension);
       const keys = await createChunks(sql, collectionId, texts);
       await keywordIndex.add(collectionId, keys.map((key, index) => ({ key, text: texts[index]!, metadata: {}, tenant: null })));
       await vectorStore.upsert(vectorRecords(collectionId, keys));
       const before = await counts(sql, collectionId);
-      await removeEntriesOfDeletedRows(sql, { vectorStore, keywordIndex }, collectionId, keys);
+      await removeEntriesOfDeletedRows(sql, { vectorStore, keywordIndex }, collectionId, keys, recordWrite);
       t.same(await counts(sql, collectionId), before, 'every row present: nothing removed, the version stays');
       // Deleted after the entries were written, as a deletion racing the write leaves it to the writer.
       await sql('delete from chunks where key = ?', [keys[2]]);
-      await removeEntriesOfDeletedRows(sql, { vectorStore, keywordIndex }, collectionId, keys);
+      await removeEntriesOfDeletedRows(sql, { vectorStore, keywordIndex }, collectionId, keys, recordWrite);
       t.same(await counts(sql, collectionId), { vectors: 2, postingsChunks: 2, counted: 2, version: before.version + 1 },
         'the entries of the deleted row are gone and the version moved on, so answers cached meanwhile are not served');
     });
