@@ -30,7 +30,7 @@ import { createSqlKeywordIndex } from './search/keyword/sql-keyword-index.js';
 import { QueryCache } from './search/query-cache.js';
 import { QueryEventRecorder } from './search/query-events.js';
 import { checkRerankingSettings, RerankerModels } from './search/reranker-selection.js';
-import { dropCollectionIndexes, prepareCollectionIndexes, type SearchIndexes } from './search/search-indexes.js';
+import { dropCollectionIndexes, prepareIndexesOfLiveCollection, type SearchIndexes } from './search/search-indexes.js';
 import { parseLargeFilesOnThreads } from './parsing/parsing-thread.js';
 import { SettingsService } from './settings/settings.service.js';
 import { storeElementImages } from './documents/element-files.js';
@@ -125,7 +125,8 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     embeddingModelFor: (collection) => embeddings.forCollection(collection),
     loadCollection: async (collectionId) => {
       const collection = await loadCollection(collectionId);
-      if (collection) await prepareCollectionIndexes(indexes, collection);
+      // A collection deleted meanwhile is gone to its documents' jobs too; its indexes are not made again.
+      if (!collection || !await prepareIndexesOfLiveCollection(sql, indexes, collection)) return null;
       return collection;
     },
     recordWrite: (collectionId) => collections.recordWrite(sql, collectionId),
@@ -148,7 +149,9 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     directory: collections, secrets, settings,
     resolveEmbedding: (input) => resolveCollectionEmbedding({ registry: plugins, presets: embeddingPresets, secrets }, input),
     checkReranking: (model, baseUrl, hasApiKey) => checkRerankingSettings(plugins, model, baseUrl, hasApiKey),
-    prepareIndexes: (collection) => prepareCollectionIndexes(indexes, collection),
+    prepareIndexes: async (collection) => {
+      await prepareIndexesOfLiveCollection(sql, indexes, collection);
+    },
     dropIndexes: (collection) => dropCollectionIndexes(indexes, collection),
     forgetModels: (collection) => {
       embeddings.forget(collection.id);

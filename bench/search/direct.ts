@@ -26,7 +26,7 @@ import { createSqlKeywordIndex } from '../../src/search/keyword/sql-keyword-inde
 import { QueryCache } from '../../src/search/query-cache.js';
 import type { QueryEventRecorder } from '../../src/search/query-events.js';
 import { RerankerModels } from '../../src/search/reranker-selection.js';
-import { prepareCollectionIndexes, type SearchIndexes } from '../../src/search/search-indexes.js';
+import { type SearchIndexes } from '../../src/search/search-indexes.js';
 
 type Statement = <Row = Record<string, unknown>>(query: string, params?: unknown[]) => Promise<Row[]>;
 
@@ -140,7 +140,7 @@ export function directRuntime(config: Config, sql: SqlRunner, indexes: SearchInd
 /** Loads both indexes as the first query after a start does; seconds for each. */
 export async function loadIndexes(indexes: SearchIndexes, collection: CollectionRecord): Promise<{ vector_store_s: number; keyword_index_s: number }> {
   let started = performance.now();
-  await prepareCollectionIndexes(indexes, collection);
+  await indexes.vectorStore.ensureCollection(collection.id, collection.dimension);
   const vectorSeconds = (performance.now() - started) / 1000;
   // The memory keyword index loads on first use: a search triggers it.
   started = performance.now();

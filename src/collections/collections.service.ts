@@ -27,7 +27,7 @@ export interface CollectionDependencies {
   resolveEmbedding(input: CollectionCreateInput): Promise<CollectionEmbedding>;
   /** Refuses a `reranking_model` this installation cannot run (400 naming the field). */
   checkReranking(model: string | null, baseUrl: string | null, hasApiKey: boolean): void;
-  /** Prepares the search indexes of a new collection. */
+  /** Prepares the search indexes of a new collection; none stay when it was deleted meanwhile (prepareIndexesOfLiveCollection). */
   prepareIndexes(collection: CollectionRecord): Promise<void>;
   /** Removes everything the search indexes hold for a collection. */
   dropIndexes(collection: CollectionRecord): Promise<void>;

@@ -8,10 +8,6 @@ export interface SearchIndexes {
   keywordIndex: KeywordIndex;
 }
 
-export async function prepareCollectionIndexes(indexes: SearchIndexes, collection: CollectionRecord): Promise<void> {
-  await indexes.vectorStore.ensureCollection(collection.id, collection.dimension);
-}
-
 /**
  * Prepares the collection's indexes, then looks whether the collection still exists: when another
  * request (another replica) deleted it meanwhile, its deletion may have dropped the indexes before
@@ -20,7 +16,7 @@ export async function prepareCollectionIndexes(indexes: SearchIndexes, collectio
  * were made.
  */
 export async function prepareIndexesOfLiveCollection(sql: SqlRunner, indexes: SearchIndexes, collection: CollectionRecord): Promise<boolean> {
-  await prepareCollectionIndexes(indexes, collection);
+  await indexes.vectorStore.ensureCollection(collection.id, collection.dimension);
   const [live] = await sql('select 1 from collections where id = ?', [collection.id]);
   if (live) return true;
   await dropCollectionIndexes(indexes, collection);

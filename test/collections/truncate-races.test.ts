@@ -7,14 +7,16 @@
  * - a truncate while another replica deletes the collection: it answered 200 and made the deleted
  *   collection's index again, left for good (every vector insert paid its predicate). Now a 404, and
  *   what it made is removed. The deletion is run from inside the truncate, as it makes the indexes.
+ * - the same deletion as a collection is created, or as ingestion of its first document makes its
+ *   indexes: each made the deleted collection's index again. Now nothing of it is left.
  * On PGlite (one process) the same truncate and deletion go through one app, with either store.
  */
 import pg from 'pg';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { hnswIndexName } from '../../plugins/vector-store/pgvector/index.js';
 import type { Config } from '../../src/config.js';
 import { assertError } from '../support/assertions.js';
-import { adminTestApp, buildTestApp, createTestCollection, testBackends, type Backend, type TestApp } from '../support/test-app.js';
+import { adminTestApp, buildTestApp, createTestCollection, multipartUpload, testBackends, type Backend, type TestApp } from '../support/test-app.js';
 
 async function indexesOf(app: TestApp, collectionId: string): Promise<string[]> {
   const rows = await app.services.sql<{ indexname: string }>(
@@ -57,6 +59,47 @@ for (const { backend, overrides } of variants) {
       if (pgvector) t.same(await indexesOf(first, collection.id), [], 'no HNSW index of the deleted collection');
       else t.match(await vectorStore.describe(collection.id), { vectors: 0, memory_index: { loaded: false } }, 'no in-memory index of the deleted collection');
       t.equal((await first.app.inject({ url: '/v1/collections/truncated-and-deleted', headers: admin })).statusCode, 404, 'the collection stays deleted');
+    });
+
+    /** Has the next ensureCollection of this store delete the collection through the other replica first. */
+    function deleteOnNextEnsure(t: Test, name: string): { deletion(): { statusCode: number } | undefined } {
+      const vectorStore = first.services.indexes.vectorStore;
+      const ensureCollection = vectorStore.ensureCollection;
+      t.teardown(() => Object.assign(vectorStore, { ensureCollection }));
+      let deletion: { statusCode: number } | undefined;
+      vectorStore.ensureCollection = async (collectionId, dimension) => {
+        Object.assign(vectorStore, { ensureCollection });
+        deletion = await second.app.inject({ method: 'DELETE', url: `/v1/collections/${name}`, headers: admin });
+        return ensureCollection.call(vectorStore, collectionId, dimension);
+      };
+      return { deletion: () => deletion };
+    }
+
+    async function assertNoIndexOf(t: Test, collectionId: string): Promise<void> {
+      if (pgvector) t.same(await indexesOf(first, collectionId), [], 'no HNSW index of the deleted collection');
+      else t.match(await first.services.indexes.vectorStore.describe(collectionId), { vectors: 0, memory_index: { loaded: false } }, 'no in-memory index of the deleted collection');
+    }
+
+    await t.test('a collection deleted by another replica as it is created: no index is left for it', async (t) => {
+      const race = deleteOnNextEnsure(t, 'created-and-deleted');
+      const created = await first.app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'created-and-deleted' } });
+      t.equal(created.statusCode, 201, created.body);
+      t.equal(race.deletion()?.statusCode, 204, 'the collection was deleted as its indexes were made');
+      await assertNoIndexOf(t, created.json<{ id: string }>().id);
+    });
+
+    await t.test('a collection deleted as ingestion of its document starts: its index is not made again', async (t) => {
+      const collection = await createTestCollection(first.app, admin, { name: 'ingested-and-deleted' });
+      const race = deleteOnNextEnsure(t, 'ingested-and-deleted');
+      const body = multipartUpload([{ filename: 'a.txt', content: 'A document whose collection goes as it is ingested.', contentType: 'text/plain' }]);
+      const upload = await first.app.inject({ method: 'POST', url: '/v1/collections/ingested-and-deleted/documents', headers: { ...admin, ...body.headers }, payload: body.payload });
+      t.equal(upload.statusCode, 202, upload.body);
+      for (let waited = 0; race.deletion() === undefined || await first.services.jobs.pendingCount() > 0; waited += 20) {
+        if (waited > 30_000) throw new Error('the ingestion job never settled');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      t.equal(race.deletion()?.statusCode, 204, 'the collection was deleted as ingestion made its indexes');
+      await assertNoIndexOf(t, collection.id);
     });
 
     if (backend !== 'postgresql') return;
