@@ -169,6 +169,15 @@ for (const backend of testBackends()) {
       t.same(elementFiles(ctx, atlas.id, pageId), [], 'the images went with the document');
     });
 
+    await t.test('a document that fails keeps no pictures', async (t) => {
+      const pictures = await collection({ name: 'pictures-only', multimodal_enabled: true });
+      const id = await upload('pictures-only', 'gallery.html', `<html><body><img alt="" src="data:image/png;base64,${PNG.toString('base64')}"></body></html>`, 'text/html');
+      const [document] = await waitForIngestion(app, 'pictures-only', admin);
+      t.match(document, { id, status: 'failed', error: /holds no text to index/ });
+      t.same(elementFiles(ctx, pictures.id, id), [], 'the picture stored before chunking is gone');
+      t.same(await elements('pictures-only', id), [], 'no elements');
+    });
+
     await t.test('without multimodal_enabled: image elements are text only; enrichment off: no caption', async (t) => {
       await collection({ name: 'plain' });
       const id = await upload('plain', 'atlas.html', page({ diagrams: PNG }), 'text/html');
