@@ -37,7 +37,10 @@ export class IngestionError extends Error {
 
 export interface DocumentOutcome {
   documentId: string;
-  /** `gone`: deleted while queued. `failed`: this document cannot be ingested (the others go on). */
+  /**
+   * `gone`: deleted while queued or ingested, or its job is no longer the holder's (see embedAndIndex).
+   * `failed`: this document cannot be ingested (the others go on).
+   */
   status: 'ready' | 'failed' | 'gone';
   error?: IngestionError;
 }
@@ -194,7 +197,10 @@ async function writeChunks(runtime: IngestionRuntime, collection: CollectionReco
 type Progress = (stage: string, percent: number, message: string) => Promise<void>;
 
 /**
- * Embeds and writes the prepared documents, CHUNK_SLICE chunks at a time, then marks them ready.
+ * Embeds and writes the prepared documents, CHUNK_SLICE chunks at a time, then marks them ready:
+ * those whose jobs `holder` still holds, which it returns. A job taken over after its lease lapsed
+ * (a run stalled past JOB_LEASE_S) or handed back at a stop is another run's, and the stalled run
+ * marked its document ready while the new run had it processing.
  * Only two slices' vectors exist at once (the one being written and the next, embedded meanwhile):
  * a 200 MB text (~340k chunks) otherwise held every vector as JavaScript numbers (GiBs) and kept the
  * thread busy for minutes (bench/ingest-memory). Embedding runs on other threads or at a provider,
@@ -202,7 +208,7 @@ type Progress = (stage: string, percent: number, message: string) => Promise<voi
  * current one is written. An embedding failure is an IngestionError of stage `embedding`; a write
  * failure is thrown as is.
  */
-async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], progress: Progress): Promise<void> {
+async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], progress: Progress, holder: string): Promise<Set<string>> {
   const chunkCount = documents.reduce((sum, document) => sum + document.chunks.length, 0);
   const model = runtime.embeddingModelFor(collection);
   const embedSlice = (start: number): { rows: ChunkRow[]; vectors: Promise<Float32Array[]> } => {
@@ -229,16 +235,19 @@ async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRe
   // The version moves before the documents are ready: the other way round, a client that saw one
   // ready could still be answered from the cache with what was found before it (PostgreSQL).
   await runtime.recordWrite(collection.id);
-  await runtime.sql(
+  const ready = await runtime.sql<{ id: string }>(
     `update documents d set status = 'ready', error = null, chunk_count = u.chunk_count, title = coalesce(u.title, d.title),
        source_metadata = u.source_metadata,
        progress = jsonb_build_object('stage', 'done', 'percent', 100, 'message', u.chunk_count || case when u.chunk_count = 1 then ' chunk indexed' else ' chunks indexed' end),
        processed_at = now(), updated_at = now()
-     from jsonb_to_recordset(?::jsonb) as u(id uuid, chunk_count int, title text, source_metadata jsonb) where d.id = u.id`,
+     from jsonb_to_recordset(?::jsonb) as u(id uuid, chunk_count int, title text, source_metadata jsonb)
+     where d.id = u.id and exists (select 1 from jobs j where j.document_id = d.id and j.status = 'running' and j.locked_by = ?)
+     returning d.id`,
     [JSON.stringify(documents.map((document) => ({
       id: document.row.id, chunk_count: document.chunks.length, title: document.title ?? null, source_metadata: document.sourceMetadata,
-    })))],
+    }))), holder],
   );
+  return new Set(ready.map((row) => row.id));
 }
 
 /**
@@ -247,12 +256,14 @@ async function embedAndIndex(runtime: IngestionRuntime, collection: CollectionRe
  * database is away), so the whole batch is retried; unless the database refused each for its
  * values (isDataException), which says the cause is each document.
  */
-async function indexOneByOne(runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], outcomes: Map<string, DocumentOutcome>, progress: Progress): Promise<void> {
+async function indexOneByOne(
+  runtime: IngestionRuntime, collection: CollectionRecord, documents: PreparedDocument[], outcomes: Map<string, DocumentOutcome>, progress: Progress, holder: string,
+): Promise<void> {
   const failures: Array<[PreparedDocument, unknown]> = [];
   for (const document of documents) {
     try {
-      await embedAndIndex(runtime, collection, [document], progress);
-      outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
+      const ready = await embedAndIndex(runtime, collection, [document], progress, holder);
+      outcomes.set(document.row.id, { documentId: document.row.id, status: ready.has(document.row.id) ? 'ready' : 'gone' });
     } catch (error) {
       if (error instanceof IngestionError && error.stage === 'embedding') throw error;
       failures.push([document, error]);
@@ -304,7 +315,7 @@ async function prepareDocuments(runtime: IngestionRuntime, collection: Collectio
  * still its own, since a job handed back or taken over meanwhile is another run's, and so are the
  * chunks of its document.
  */
-export async function ingestDocuments(runtime: IngestionRuntime, collectionId: string, documentIds: string[]): Promise<DocumentOutcome[]> {
+export async function ingestDocuments(runtime: IngestionRuntime, collectionId: string, documentIds: string[], holder: string): Promise<DocumentOutcome[]> {
   const { sql } = runtime;
   const outcomes = new Map<string, DocumentOutcome>(documentIds.map((id) => [id, { documentId: id, status: 'gone' }]));
   const collection = await runtime.loadCollection(collectionId);
@@ -332,13 +343,13 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
     const chunkCount = documents.reduce((sum, document) => sum + document.chunks.length, 0);
     await progress('embedding', 25, `embedding ${chunkCount} chunks`);
     try {
-      await embedAndIndex(runtime, collection, documents, progress);
-      for (const document of documents) outcomes.set(document.row.id, { documentId: document.row.id, status: 'ready' });
+      const ready = await embedAndIndex(runtime, collection, documents, progress, holder);
+      for (const document of documents) outcomes.set(document.row.id, { documentId: document.row.id, status: ready.has(document.row.id) ? 'ready' : 'gone' });
     } catch (error) {
       if ((error instanceof IngestionError && error.stage === 'embedding') || documents.length <= 1) {
         throw asIngestionError('indexing', error, !isDataException(error));
       }
-      await indexOneByOne(runtime, collection, documents, outcomes, progress);
+      await indexOneByOne(runtime, collection, documents, outcomes, progress, holder);
     }
   } finally {
     // Before the worker writes the outcomes: a progress write after them would show a stage again.

@@ -141,7 +141,7 @@ export class IngestionWorker {
   private async run(collectionId: string, jobs: Job[]): Promise<void> {
     const jobByDocument = new Map(jobs.filter((job) => job.document_id).map((job) => [job.document_id!, job]));
     try {
-      const outcomes = await ingestDocuments(this.runtime, collectionId, [...jobByDocument.keys()]);
+      const outcomes = await ingestDocuments(this.runtime, collectionId, [...jobByDocument.keys()], this.queue.workerId);
       const failed = outcomes.filter((outcome) => outcome.status === 'failed');
       await this.queue.complete(jobs.filter((job) => !failed.some((outcome) => outcome.documentId === job.document_id)).map((job) => job.id));
       await this.recordFailures(failed.map((outcome) => ({ job: jobByDocument.get(outcome.documentId)!, failure: outcome.error! })));
