@@ -3,12 +3,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import type { DestinationStream } from 'pino';
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase, type Database } from '../../src/db/database.js';
 import { runEveryStep, throwFailures } from '../../src/graceful-stop.js';
+import { createLogger } from '../../src/logger.js';
 import { createServices, type AppServices } from '../../src/services.js';
-import pino from 'pino';
 
 export type Backend = 'pglite' | 'postgresql';
 
@@ -65,7 +66,7 @@ export interface TestAppOptions {
    */
   replicaOf?: string;
   /** Every log line of the app, at trace level, goes here (tests that inspect what is logged). */
-  logStream?: pino.DestinationStream;
+  logStream?: DestinationStream;
 }
 
 export async function buildTestApp(backend: Backend = 'pglite', overrides: Partial<Config> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -81,7 +82,8 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     databaseUrl,
   };
   const db = options.database ?? await openDatabase({ databaseUrl });
-  const logger = options.logStream ? pino({ level: 'trace' }, options.logStream) : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  // The server's own logger (redaction, error serializer), so what tests read of logs is what operators get.
+  const logger = createLogger(options.logStream ? 'trace' : process.env.TEST_LOG_LEVEL ?? 'silent', options.logStream);
   const services = await createServices(config, db, logger);
   const app = await buildApp({ services, logger });
   await app.ready();
