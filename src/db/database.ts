@@ -15,6 +15,12 @@ export interface DatabaseOptions {
   databaseUrl?: string | undefined;
   /** PGlite data directory; undefined keeps the embedded database in memory (tests). */
   dataDir?: string | undefined;
+  /**
+   * An in-memory embedded database starts as a copy of this archive (PGlite's dumpDataDir) instead
+   * of an empty cluster: tests start from a migrated copy, which skips initdb and the migrations
+   * (0.7 s against 1.6 s an app).
+   */
+  loadDataDir?: Blob | undefined;
   debug?: boolean;
 }
 
@@ -55,10 +61,10 @@ export const vectorSearchSessionSettings = { 'hnsw.ef_search': '100', 'hnsw.iter
  */
 const pgliteSessionSettings = { ...vectorSearchSessionSettings, wal_init_zero: 'off' };
 
-async function openPglite(dataDir: string | undefined): Promise<PGlite> {
+async function openPglite(dataDir: string | undefined, loadDataDir: Blob | undefined): Promise<PGlite> {
   // PGlite needs the parent of its data directory to exist.
   if (dataDir !== undefined) await fs.mkdir(path.dirname(dataDir), { recursive: true });
-  const pglite = await PGlite.create({ ...(dataDir === undefined ? {} : { dataDir }), extensions: { vector } });
+  const pglite = await PGlite.create({ ...(dataDir === undefined ? { loadDataDir } : { dataDir }), extensions: { vector } });
   for (const [name, value] of Object.entries(pgliteSessionSettings)) await pglite.query('select set_config($1, $2, false)', [name, value]);
   return pglite;
 }
@@ -114,7 +120,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         debug: options.debug ?? false,
       });
     } else {
-      pglite = await openPglite(options.dataDir);
+      pglite = await openPglite(options.dataDir, options.loadDataDir);
       const instance = pglite;
       orm = await MikroORM.init({
         ...commonOptions(),

@@ -10,6 +10,7 @@ import { openDatabase, type Database } from '../../src/db/database.js';
 import { runEveryStep, throwFailures } from '../../src/graceful-stop.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices, type AppServices } from '../../src/services.js';
+import { migratedEmbeddedArchive } from './embedded-template.js';
 
 export type Backend = 'pglite' | 'postgresql';
 
@@ -81,7 +82,7 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     ...overrides,
     databaseUrl,
   };
-  const db = options.database ?? await openDatabase({ databaseUrl });
+  const db = options.database ?? await openDatabase({ databaseUrl, loadDataDir: databaseUrl ? undefined : await migratedEmbeddedArchive() });
   // The server's own logger (redaction, error serializer), so what tests read of logs is what operators get.
   const logger = createLogger(options.logStream ? 'trace' : process.env.TEST_LOG_LEVEL ?? 'silent', options.logStream);
   const services = await createServices(config, db, logger);
