@@ -3,7 +3,8 @@
  * of documents is being ingested, a new process starts on the same DATA_DIR (and database), and
  * every document of the batch ends ready or failed, none pending or processing, with exactly one
  * vector per chunk. On PostgreSQL the jobs of the dead process are taken over when their lease
- * (60 s) lapses, so that run takes about a minute longer.
+ * lapses: JOB_LEASE_S is 5 there (the default 60 made that run a minute longer), still several of
+ * the live process's heartbeats (four a lease).
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -29,7 +30,7 @@ for (const backend of backends) {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-crash-'));
     const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
     const port = await freePort();
-    const env = { PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: scratch?.url ?? '' };
+    const env = { PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: scratch?.url ?? '', JOB_LEASE_S: '5' };
     const base = `http://127.0.0.1:${port}`;
     let running: ChildProcess | undefined;
     t.teardown(async () => {
