@@ -64,6 +64,7 @@ export class IngestionWorker {
       clearInterval(this.heartbeat);
       throw error;
     }
+    await this.takeBackPartsOfFailedDocuments();
     this.running = true;
     this.unsubscribe = this.queue.onNotify(() => this.wakeAll());
     for (let index = 0; index < this.concurrency; index++) this.loops.push(this.loop());
@@ -93,6 +94,28 @@ export class IngestionWorker {
       if (requeued > 0) this.logger.info({ requeued }, 'ingestion jobs left by a stopped process are queued again, to run one at a time');
     } finally {
       for (const job of jobs) this.takingOver.delete(job.id);
+    }
+  }
+
+  /**
+   * A failed document holds nothing, as its failure took back what was written of it; but that
+   * take-back can fail (the database away), and documents that failed before take-backs existed
+   * kept every chunk: found by queries and counted in stats under a document saying it held none.
+   * Whatever such documents still hold is taken back at each start. A failure here is logged and
+   * the start goes on: the next start tries again.
+   */
+  private async takeBackPartsOfFailedDocuments(): Promise<void> {
+    try {
+      const rows = await this.sql<{ id: string }>(
+        `select d.id from documents d where d.status = 'failed' and exists (select 1 from chunks c where c.document_id = d.id)`,
+      );
+      if (rows.length === 0) return;
+      const ids = rows.map((row) => row.id);
+      await takeBackWrittenParts(this.runtime, ids);
+      await this.sql(`update documents set chunk_count = 0 where id = any(?::uuid[]) and status = 'failed'`, [ids]);
+      this.logger.info({ documents: rows.length }, 'chunks that failed documents still held were taken back');
+    } catch (error) {
+      this.logger.error({ err: error }, 'could not take back the chunks failed documents still hold');
     }
   }
 

@@ -170,5 +170,19 @@ for (const backend of testBackends()) {
       t.match(await document('handed-back', id), { status: 'failed', error: /^parsing failed: the original file is missing/, chunk_count: 0 });
       await nothingLeft(t, collection, id, 'samphire');
     });
+
+    await t.test('a failed document that still holds chunks (its take-back failed, or it failed before take-backs existed) has them taken back at the next start', async (t) => {
+      const collection = await createTestCollection(app, admin, { name: 'failed-holding', chunk_size: 400, chunk_overlap: 0 });
+      const id = await upload('failed-holding', 'eelgrass');
+      await services.start();
+      t.match((await waitForIngestion(app, 'failed-holding', admin))[0], { id, status: 'ready' });
+      await everythingWritten(t, 'failed-holding', id, 'eelgrass');
+
+      await services.ingestion.stop(100);
+      await services.sql(`update documents set status = 'failed', error = 'indexing failed: the database went away' where id = ?`, [id]);
+      await services.start();
+      t.match(await document('failed-holding', id), { status: 'failed', error: 'indexing failed: the database went away', chunk_count: 0 }, 'still failed, with its reason, counting no chunk');
+      await nothingLeft(t, collection, id, 'eelgrass');
+    });
   });
 }
