@@ -199,8 +199,8 @@ type Progress = (stage: string, percent: number, message: string) => Promise<voi
 /**
  * Embeds and writes the prepared documents, CHUNK_SLICE chunks at a time, then marks them ready:
  * those whose jobs `holder` still holds, which it returns. A job taken over after its lease lapsed
- * (a run stalled past JOB_LEASE_S) or handed back at a stop is another run's, and the stalled run
- * marked its document ready while the new run had it processing.
+ * (a run stalled past JOB_LEASE_S) or handed back at a stop is another run's: the stalled run used
+ * to mark its document ready while the new run had it processing.
  * Only two slices' vectors exist at once (the one being written and the next, embedded meanwhile):
  * a 200 MB text (~340k chunks) otherwise held every vector as JavaScript numbers (GiBs) and kept the
  * thread busy for minutes (bench/ingest-memory). Embedding runs on other threads or at a provider,
@@ -313,7 +313,7 @@ async function prepareDocuments(runtime: IngestionRuntime, collection: Collectio
  * of the documents are replaced. What was written of a document that did not end ready (failed, or
  * the batch failed) stays: the caller takes it back (takeBackWrittenParts) once it knows the job is
  * still its own, since a job handed back or taken over meanwhile is another run's, and so are the
- * chunks of its document.
+ * chunks of its document. `holder` is the worker id (JobQueue.workerId) that claimed the jobs.
  */
 export async function ingestDocuments(runtime: IngestionRuntime, collectionId: string, documentIds: string[], holder: string): Promise<DocumentOutcome[]> {
   const { sql } = runtime;
