@@ -29,6 +29,7 @@ import { createMemoryKeywordIndex } from './search/keyword/memory-keyword-index.
 import { createSqlKeywordIndex } from './search/keyword/sql-keyword-index.js';
 import { QueryCache } from './search/query-cache.js';
 import { QueryEventRecorder } from './search/query-events.js';
+import { PendingIndexRemovalSweep } from './search/pending-index-removals.js';
 import { checkRerankingSettings, RerankerModels } from './search/reranker-selection.js';
 import { dropCollectionIndexes, prepareIndexesOfLiveCollection, type SearchIndexes } from './search/search-indexes.js';
 import { parseLargeFilesOnThreads } from './parsing/parsing-thread.js';
@@ -54,6 +55,8 @@ export interface AppServices {
   parsers: readonly Parser[];
   files: FileStore;
   indexes: SearchIndexes;
+  /** Completes the index removals of deletions whose request failed after deleting the rows. */
+  indexRemovals: PendingIndexRemovalSweep;
   embeddings: EmbeddingModels;
   embeddingCache: EmbeddingCache;
   embeddingUsage: EmbeddingUsageLedger;
@@ -133,6 +136,9 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     storeElementImages: (collection, documentId, elements) => storeElementImages({ files, captioner }, collection, documentId, elements),
   };
   const ingestion = new IngestionWorker(jobs, ingestionRuntime, sql, logger, config.workerConcurrency);
+  const indexRemovals = new PendingIndexRemovalSweep(
+    { sql, indexes, recordWrite: (collectionId) => collections.recordWrite(sql, collectionId) }, logger.child({ component: 'index-removals' }),
+  );
 
   const events = new QueryEventRecorder(sql, (error) => logger.error({ err: error }, 'could not record query events'));
   events.start();
@@ -168,18 +174,19 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     : new KeyedSerializer();
 
   return {
-    config, db, sql, secrets, settings, apiKeys, apiKeyUsage, plugins, parsers, files, indexes, embeddings, embeddingCache, embeddingUsage, embeddingPresets,
+    config, db, sql, secrets, settings, apiKeys, apiKeyUsage, plugins, parsers, files, indexes, indexRemovals, embeddings, embeddingCache, embeddingUsage, embeddingPresets,
     jobs, ingestion, writeLocks,
     queryRuntime, collections, collectionDependencies,
     async start() {
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
+      indexRemovals.start();
     },
     stopWork: () => ingestion.stop(),
     async stop() {
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
-        () => ingestion.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => ingestion.stop(), () => indexRemovals.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
       ]), 'shutdown steps of the services');
     },

@@ -9,6 +9,7 @@ import { BadRequestError, ConflictError, NotFoundError, PinnedCollectionDeletedE
 import type { SettingsService } from '../settings/settings.service.js';
 import type { CollectionDirectory } from './collection-directory.js';
 import { compileMetadataSchema } from './metadata-schema.js';
+import { settleIndexRemoval } from '../search/pending-index-removals.js';
 import { parseRerankingModel } from '../search/reranker-selection.js';
 import {
   assertTenantFieldPath, CollectionCreateBody, UPDATABLE_FIELDS, type CollectionCreateInput, type CollectionUpdateInput,
@@ -199,14 +200,27 @@ function assertRerankingKeyStaysWithItsHost(collection: CollectionRecord, input:
   }
 }
 
+/**
+ * The row goes first (its documents and chunks with it: cascades, and the triggers of migration
+ * 0008), then the index entries; the statement deleting the row also records their removal as
+ * owed, settled once the indexes are dropped. When dropping fails, the request answers 500 and
+ * PendingIndexRemovalSweep drops them later: a retried DELETE is a 404 and could not.
+ */
 export async function deleteCollection(context: CollectionContext, deps: CollectionDependencies, name: string): Promise<void> {
   const { em, actor } = context;
   const collection = await loadCollectionForUpdate(em, actor, name);
-  await em.nativeDelete(Collection, { id: collection.id });
+  const runStatement = (query: string, params: unknown[]) => em.getConnection().execute(query, params);
+  // No record when another request deleted the row first: that request owes the removal.
+  const [owed] = await runStatement(
+    `with collection_gone as (delete from collections where id = ? returning id)
+     insert into pending_index_removals (collection_id) select id from collection_gone returning id`,
+    [collection.id],
+  ) as Array<{ id: string | number }>;
   deps.directory.forget(collection.id);
   recordAudit(em, actor, { action: 'collection.delete', resourceType: 'collection', resourceId: collection.id, details: { name } });
   await em.flush();
   await deps.dropIndexes(collection);
+  await settleIndexRemoval(runStatement, owed ? Number(owed.id) : null);
   await deps.removeFiles(collection);
   deps.forgetModels(collection);
 }

@@ -2,6 +2,7 @@ import type { CollectionRecord } from '../db/entities/index.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
 import { NotFoundError } from '../errors.js';
 import type { SqlRunner } from '../plugins.js';
+import { settleIndexRemoval } from '../search/pending-index-removals.js';
 import { dropCollectionIndexes, prepareIndexesOfLiveCollection, removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
 import type { FileStore } from '../storage/file-store.js';
 import { elementFilesPrefix } from './element-files.js';
@@ -34,12 +35,15 @@ export async function removeDocument(runtime: RemovalRuntime, collection: Collec
  * the other. The other way round (entries, then rows), that look-up could fall in between, find
  * the rows still there and keep entries the deletion had already passed: on PostgreSQL with two
  * replicas, 120 deletes during indexing left 28 vectors for good, and BM25 counted 21 chunks for 18.
+ * The removal is recorded with the rows' deletion and settled after it: when it fails, the request
+ * answers 500 and PendingIndexRemovalSweep completes it (a retried DELETE finds no document).
  */
 export async function removeDocuments(runtime: RemovalRuntime, collection: CollectionRecord, documents: RemovableDocument[]): Promise<void> {
   if (documents.length === 0) return;
-  const keys = await deleteDocumentRows(runtime.sql, collection.id, documents.map((document) => document.id));
+  const { keys, owedRemovalId } = await deleteDocumentRows(runtime.sql, collection.id, documents.map((document) => document.id));
   await removeFromIndexes(runtime.indexes, collection.id, keys);
   await runtime.directory.recordWrite(runtime.sql, collection.id);
+  await settleIndexRemoval(runtime.sql, owedRemovalId);
   for (const document of documents) {
     if (document.storageKey) await runtime.files.remove(document.storageKey);
     // Pictures are stored before their element rows: a failed ingestion can leave some without rows.

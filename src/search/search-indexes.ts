@@ -23,7 +23,7 @@ export async function prepareIndexesOfLiveCollection(sql: SqlRunner, indexes: Se
   return false;
 }
 
-export async function dropCollectionIndexes(indexes: SearchIndexes, collection: CollectionRecord): Promise<void> {
+export async function dropCollectionIndexes(indexes: SearchIndexes, collection: Pick<CollectionRecord, 'id'>): Promise<void> {
   await indexes.keywordIndex.dropCollection(collection.id);
   await indexes.vectorStore.dropCollection(collection.id);
 }

@@ -12,6 +12,7 @@ import { Migration0010IdempotencyRightsAndSecrets } from './0010-idempotency-rig
 import { Migration0011ChunkUuids } from './0011-chunk-uuids.js';
 import { Migration0012DocumentSourceMetadata } from './0012-document-source-metadata.js';
 import { Migration0013ApiKeyPinIds } from './0013-api-key-pin-ids.js';
+import { Migration0014PendingIndexRemovals } from './0014-pending-index-removals.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -31,4 +32,5 @@ export const migrations: MigrationObject[] = [
   { name: '0011-chunk-uuids', class: Migration0011ChunkUuids },
   { name: '0012-document-source-metadata', class: Migration0012DocumentSourceMetadata },
   { name: '0013-api-key-pin-ids', class: Migration0013ApiKeyPinIds },
+  { name: '0014-pending-index-removals', class: Migration0014PendingIndexRemovals },
 ];
