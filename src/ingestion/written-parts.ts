@@ -13,8 +13,8 @@ export interface WrittenPartsRuntime extends SearchIndexes {
 
 /**
  * Takes back what ingestion wrote of documents that failed or wait for a retry: their elements with
- * the pictures kept for them (multimodal collections), and their chunks with the chunks' vectors and keyword postings (the keyword index's BM25 statistics
- * are decremented with them). A failed document kept the chunks of an earlier attempt, of a run a
+ * the pictures kept for them (multimodal collections), and their chunks with the chunks' vectors
+ * and keyword postings (the keyword index's BM25 statistics are decremented with them). A failed document kept the chunks of an earlier attempt, of a run a
  * crash cut short, or of the ready version a reprocess set out to replace: searchable, listed and
  * counted in the collection's stats, under a document that said it held nothing. The write version
  * of each collection whose chunks went moves on, so that answers cached meanwhile, which may hold
@@ -44,7 +44,7 @@ export async function takeBackWrittenParts(runtime: WrittenPartsRuntime, documen
     await deleteChunksByKey(runtime.sql, keys);
     await runtime.recordWrite(collectionId);
   }
-  // Pictures are stored before chunking, so a document that failed there (no text) left them, unlisted and counted in storage.
+  // Pictures are stored before chunking: a document that failed there (no text) left them, unlisted.
   const documents = await runtime.sql<{ id: string; collection_id: string }>('select id, collection_id from documents where id = any(?::uuid[])', [documentIds]);
   for (const document of documents) await runtime.files.remove(elementFilesPrefix(document.collection_id, document.id));
 }
