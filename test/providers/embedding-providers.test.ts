@@ -7,6 +7,10 @@
  *
  * The app keeps at most 2 requests in flight per collection, so that a slice of 256 chunks is cut
  * by the providers' own limits (Cohere 96, self-hosted 32) rather than spread below them.
+ *
+ * The request timeout is 3 s: the fake answers in this process, and with other test files running
+ * on the same cores a 220-text request sometimes took longer than a shorter timeout; the retry then
+ * embedded its chunks twice and the batching checks failed.
  */
 import { readFile } from 'node:fs/promises';
 import https from 'node:https';
@@ -24,7 +28,7 @@ for (const backend of testBackends()) {
   t.test(backend, async (t) => {
     const fake = await startProviderFake({ apiKey: KEY });
     t.teardown(() => fake.close());
-    const ctx = await buildTestApp(backend, { masterKey: 'test-master-key', providerTimeoutMs: 400, providerMaxRetries: 2, providerConcurrency: 2 });
+    const ctx = await buildTestApp(backend, { masterKey: 'test-master-key', providerTimeoutMs: 3000, providerMaxRetries: 2, providerConcurrency: 2 });
     t.teardown(() => ctx.close());
     const cookie = await setupAdmin(ctx.app);
     const api = providerApi(ctx.app, { cookie });

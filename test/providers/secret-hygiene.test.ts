@@ -33,7 +33,7 @@ for (const backend of testBackends()) {
     const bodies: string[] = [];
     const fake = await startProviderFake({ apiKey: GOOD_KEY });
     t.teardown(() => fake.close());
-    const ctx = await buildTestApp(backend, { masterKey: 'hygiene-master-key', providerTimeoutMs: 500, providerMaxRetries: 1 }, { logStream });
+    const ctx = await buildTestApp(backend, { masterKey: 'hygiene-master-key', providerTimeoutMs: 5000, providerMaxRetries: 1 }, { logStream });
     t.teardown(() => ctx.close());
     const cookie = await setupAdmin(ctx.app);
     const api = providerApi(ctx.app, { cookie }, (answer: Answer) => bodies.push(answer.body));
