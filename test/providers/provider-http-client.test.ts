@@ -11,7 +11,7 @@ import { estimateTokens, planBatches } from '../../src/embedding/embedding-batch
 import { providerMessage, ProviderHttpClient, retryAfterMs } from '../../src/embedding/provider-http-client.js';
 import { ProviderError } from '../../src/errors.js';
 
-const policy = { timeoutMs: 300, maxRetries: 2, concurrency: 2 };
+const policy = { timeoutMs: 3000, maxRetries: 2, concurrency: 2 };
 
 t.test('Retry-After: seconds, an HTTP date, retry-after-ms; unreadable is ignored', async (t) => {
   const now = Date.parse('2026-01-01T00:00:00Z');
