@@ -7,23 +7,26 @@ import { documentFromRow, type DocumentRow } from './documents.service.js';
 /**
  * Re-ingests documents from their stored originals (after a chunking change, a parser upgrade or a
  * failure worth retrying): each goes back to `pending` with a new job, in one statement. Until the
- * new run finishes, the previous chunks stay searchable; the run replaces them.
+ * new run finishes, the previous chunks stay searchable; the run replaces them. `condition` narrows
+ * the documents requeued, `result` is what the statement returns.
  */
-const REQUEUE = `
+function requeueStatement(condition: string, result: string): string {
+  return `
   with document as (
     update documents set status = 'pending', error = null, updated_at = now(),
       progress = '{"stage": "queued", "percent": 0, "message": "waiting for a worker (reprocessing)"}'::jsonb
-    where collection_id = ? and status in ('ready', 'failed') %s
+    where collection_id = ? and status in ('ready', 'failed') ${condition}
       and (storage_key is not null or exists (select 1 from document_originals o where o.document_id = documents.id))
     returning *
   ), job as (
     insert into jobs (id, kind, collection_id, document_id, payload, status, attempts, max_attempts, run_after, created_at, updated_at)
     select gen_random_uuid(), 'ingest_document', collection_id, id, '{"reprocess": true}'::jsonb, 'queued', 0, 3, now(), now(), now() from document
   )
-  select * from document`;
+  ${result}`;
+}
 
 export async function reprocessDocument(sql: SqlRunner, queue: JobQueue, collection: CollectionRecord, documentId: string): Promise<DocumentRecord> {
-  const [row] = await sql<DocumentRow>(REQUEUE.replace('%s', 'and id = ?'), [collection.id, documentId]);
+  const [row] = await sql<DocumentRow>(requeueStatement('and id = ?', 'select * from document'), [collection.id, documentId]);
   if (row) {
     queue.notify();
     return documentFromRow(row);
@@ -38,10 +41,18 @@ export async function reprocessDocument(sql: SqlRunner, queue: JobQueue, collect
   throw new ConflictError(`Document ${documentId} is ${existing.status}: it is already queued for ingestion`);
 }
 
-/** Requeues every ready or failed document of the collection; those already pending or processing are left as they are. */
+/**
+ * Requeues every ready or failed document of the collection; those already pending or processing
+ * are left as they are and counted as skipped. Both counts come from the statement that requeues:
+ * its count of pending documents reads the rows as they were before its update. Counted in a
+ * statement of its own afterwards, a requeued document a worker had already finished was taken off
+ * `skipped`, which could go below 0.
+ */
 export async function reprocessCollection(sql: SqlRunner, queue: JobQueue, collection: CollectionRecord): Promise<{ queued: number; skipped: number }> {
-  const rows = await sql<DocumentRow>(REQUEUE.replace('%s', ''), [collection.id]);
-  if (rows.length > 0) queue.notify();
-  const [rest] = await sql<{ count: string | number }>(`select count(*) as count from documents where collection_id = ? and status in ('pending', 'processing')`, [collection.id]);
-  return { queued: rows.length, skipped: Number(rest?.count ?? 0) - rows.length };
+  const [counts] = await sql<{ queued: string | number; skipped: string | number }>(requeueStatement('', `
+    select (select count(*) from document) as queued,
+      (select count(*) from documents where collection_id = ? and status in ('pending', 'processing')) as skipped`), [collection.id, collection.id]);
+  const queued = Number(counts?.queued ?? 0);
+  if (queued > 0) queue.notify();
+  return { queued, skipped: Number(counts?.skipped ?? 0) };
 }

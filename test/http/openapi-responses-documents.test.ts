@@ -145,7 +145,8 @@ for (const backend of testBackends()) {
 
     await t.test('reprocessing, deleting a batch, truncating', async (t) => {
       t.match(await documented(t, 202, { method: 'POST', url: `${docs}/${first}/reprocess` }), { id: first, status: 'pending' });
-      t.match(await documented(t, 202, { method: 'POST', url: '/v1/collections/docs/reprocess' }), { skipped: 1 });
+      // The counts depend on whether a worker already finished `first` (test/documents/collection-reprocess checks them).
+      await documented(t, 202, { method: 'POST', url: '/v1/collections/docs/reprocess' });
       await waitForIngestion(app, 'docs', admin);
       const batchDeleted = await app.inject({ method: 'DELETE', url: `/v1/collections/docs/batches/${batch.id}`, headers: admin });
       t.equal(batchDeleted.statusCode, 204);
