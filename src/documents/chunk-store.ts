@@ -33,12 +33,11 @@ export interface StoredChunk {
 
 export interface InsertChunksOptions {
   /**
-   * Replace an existing id only when it is a raw vector of the same tenant (the same JSON value at
-   * `tenantPath`, as sameTenant compares), else leave it and return a null key. Raw-vector upserts
-   * check this before writing; the clause closes the gap between that read and this write, where
-   * another tenant's request could take the id.
+   * Replace an existing id only when it is a raw vector of the same tenant (the same `tenant` text),
+   * else leave it and return a null key. Raw-vector upserts check this before writing; the clause
+   * closes the gap between that read and this write, where another tenant's request could take the id.
    */
-  replaceOnlyOwnRawVectors?: { tenantPath: string[] | null };
+  replaceOnlyOwnRawVectors?: boolean;
 }
 
 /** Rows per INSERT: large enough to amortise a statement, small enough for PGlite's one connection. */
@@ -52,9 +51,7 @@ const INSERT_BATCH = 500;
  * deleted meanwhile is not written, and its key is null.
  */
 export async function insertChunks(sql: SqlRunner, collectionId: string, chunks: NewChunk[], options: InsertChunksOptions = {}): Promise<Array<number | null>> {
-  const own = options.replaceOnlyOwnRawVectors;
-  const replaceCondition = !own ? '' : `where chunks.document_id is null${own.tenantPath ? ' and chunks.metadata #> ?::text[] is not distinct from excluded.metadata #> ?::text[]' : ''}`;
-  const conditionParams = own?.tenantPath ? [own.tenantPath, own.tenantPath] : [];
+  const replaceCondition = options.replaceOnlyOwnRawVectors ? 'where chunks.document_id is null and chunks.tenant is not distinct from excluded.tenant' : '';
   const keys: Array<number | null> = [];
   for (let start = 0; start < chunks.length; start += INSERT_BATCH) {
     const batch = chunks.slice(start, start + INSERT_BATCH);
@@ -73,7 +70,7 @@ export async function insertChunks(sql: SqlRunner, collectionId: string, chunks:
        returning id, key`,
       [collectionId, documentIds, JSON.stringify(batch.map((chunk) => ({
         id: chunk.id, document_id: chunk.documentId, chunk_index: chunk.chunkIndex, text: chunk.text, metadata: chunk.metadata, tenant: chunk.tenant,
-      }))), ...conditionParams],
+      })))],
     );
     const keyById = new Map(rows.map((row) => [row.id, Number(row.key)]));
     for (const chunk of batch) keys.push(keyById.get(chunk.id) ?? null);

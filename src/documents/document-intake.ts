@@ -3,8 +3,7 @@ import { BadRequestError } from '../errors.js';
 import type { JobQueue } from '../ingestion/job-queue.js';
 import { createDocuments, discardUpload, documentFromRow, serializeDocument, type DocumentRow, type NewDocumentInput } from './documents.service.js';
 import { removalRuntime, removeDocuments, type RemovalRuntime } from './document-removal.js';
-import { valueAtPath } from '../search/filters/match-filter.js';
-import { checkMetadata, parseMetadataField, tenantFieldPath } from './metadata-rules.js';
+import { checkMetadata, parseMetadataField } from './metadata-rules.js';
 import type { WriteLocks } from '../concurrency/keyed-serializer.js';
 
 /**
@@ -43,18 +42,11 @@ export interface IntakeOptions {
   batchId: string | null;
 }
 
-/**
- * Documents of the same content and tenant. The tenant column holds the value as text, so the
- * tenant is also compared as JSON: the number 5 and the string "5" are two tenants, and the second
- * one's upload was answered "duplicate" with the first one's document.
- */
-async function existingCopies(runtime: IntakeRuntime, collection: CollectionRecord, hashes: string[], metadata: Record<string, unknown>, tenant: string | null): Promise<DocumentRecord[]> {
-  const path = tenantFieldPath(collection);
+/** Documents of the same content and tenant (as text: the number 5 and the string "5" are one tenant). */
+async function existingCopies(runtime: IntakeRuntime, collection: CollectionRecord, hashes: string[], tenant: string | null): Promise<DocumentRecord[]> {
   const rows = await runtime.sql<DocumentRow>(
-    `select * from documents where collection_id = ? and sha256 = any(?::text[]) and tenant is not distinct from ?
-     ${path ? 'and metadata #> ?::text[] = ?::jsonb' : ''}
-     order by created_at, id`,
-    [collection.id, [...new Set(hashes)], tenant, ...(path ? [path, JSON.stringify(valueAtPath(metadata, path))] : [])],
+    'select * from documents where collection_id = ? and sha256 = any(?::text[]) and tenant is not distinct from ? order by created_at, id',
+    [collection.id, [...new Set(hashes)], tenant],
   );
   return rows.map(documentFromRow);
 }
@@ -75,7 +67,7 @@ export async function admitFiles(runtime: IntakeRuntime, collection: CollectionR
 }
 
 async function admitChecked(runtime: IntakeRuntime, collection: CollectionRecord, files: NewDocumentInput[], options: IntakeOptions, tenant: string | null): Promise<AdmittedFile[]> {
-  const copies = options.onDuplicate === 'keep' ? [] : await existingCopies(runtime, collection, files.map((file) => file.upload.sha256), options.metadata, tenant);
+  const copies = options.onDuplicate === 'keep' ? [] : await existingCopies(runtime, collection, files.map((file) => file.upload.sha256), tenant);
   const survivingCopy = new Map<string, DocumentRecord>();
   if (options.onDuplicate === 'skip') for (const copy of copies) if (copy.status !== 'failed' && !survivingCopy.has(copy.sha256)) survivingCopy.set(copy.sha256, copy);
 

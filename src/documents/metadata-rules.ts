@@ -73,16 +73,10 @@ export function tenantFieldPath(collection: CollectionRecord): string[] | null {
 }
 
 /**
- * Whether two metadata objects name the same tenant. Tenants are told apart by their JSON value,
- * as filters tell them apart: the `tenant` columns hold it as text, where the number 5 and the
- * string "5" are one (duplicate detection and raw-vector ids compare with this).
+ * The tenant value, as text (the `tenant` columns): what the collection's `tenant_field` names in
+ * the metadata. Tenants are this text everywhere (queries, BM25 statistics, duplicates, raw-vector
+ * ids), so the number 5 and the string "5" are one tenant.
  */
-export function sameTenant(collection: CollectionRecord, left: Record<string, unknown>, right: Record<string, unknown>): boolean {
-  const path = tenantFieldPath(collection);
-  return !path || JSON.stringify(valueAtPath(left, path)) === JSON.stringify(valueAtPath(right, path));
-}
-
-/** The tenant value, as text (the `tenant` columns): what the collection's `tenant_field` names in the metadata. */
 export function tenantOf(collection: CollectionRecord, metadata: Record<string, unknown>, where = 'metadata'): string | null {
   const field = collection.tenantField;
   const path = tenantFieldPath(collection);

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { deleteChunksByKey, insertChunks, type StoredChunk } from '../documents/chunk-store.js';
-import { checkMetadata, sameTenant, tenantFieldPath } from '../documents/metadata-rules.js';
+import { checkMetadata } from '../documents/metadata-rules.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
 import type { SqlRunner } from '../plugins.js';
@@ -66,14 +66,14 @@ export async function upsertRawVectors(runtime: RawVectorRuntime, collection: Co
 async function writeRawVectors(runtime: RawVectorRuntime, collection: CollectionRecord, prepared: PreparedVector[]): Promise<number> {
   const seen = prepared.map((vector) => vector.id);
   const existing = await chunksById(runtime.sql, collection, seen);
-  const metadataById = new Map(prepared.map((vector) => [vector.id, vector.metadata]));
-  refuseTakenIds(collection, existing, metadataById);
+  const tenantById = new Map(prepared.map((vector) => [vector.id, vector.tenant]));
+  refuseTakenIds(collection, existing, tenantById);
   let keys: Array<number | null> = [];
   try {
     keys = await insertChunks(runtime.sql, collection.id, prepared.map((vector) => ({
       id: vector.id, documentId: null, chunkIndex: 0, text: vector.text, metadata: vector.metadata, tenant: vector.tenant,
-    })), { replaceOnlyOwnRawVectors: { tenantPath: tenantFieldPath(collection) } });
-    if (keys.includes(null)) await refuseUnwrittenIds(runtime.sql, collection, prepared.filter((_, index) => keys[index] === null).map((vector) => vector.id), metadataById);
+    })), { replaceOnlyOwnRawVectors: true });
+    if (keys.includes(null)) await refuseUnwrittenIds(runtime.sql, collection, prepared.filter((_, index) => keys[index] === null).map((vector) => vector.id), tenantById);
     await runtime.indexes.keywordIndex.add(collection.id, prepared.map((vector, index) => ({ key: keys[index]!, text: vector.text, metadata: vector.metadata, tenant: vector.tenant })));
     await runtime.indexes.vectorStore.upsert(prepared.map((vector, index) => ({
       key: keys[index]!, collectionId: collection.id, documentId: null, embedding: vector.embedding, metadata: vector.metadata, tenant: vector.tenant,
@@ -95,13 +95,14 @@ async function chunksById(sql: SqlRunner, collection: CollectionRecord, ids: str
 }
 
 /** Refuses ids that name a document's chunk or another tenant's vector (409). */
-function refuseTakenIds(collection: CollectionRecord, rows: StoredChunk[], metadataById: Map<string, Record<string, unknown>>): void {
+function refuseTakenIds(collection: CollectionRecord, rows: StoredChunk[], tenantById: Map<string, string | null>): void {
   // An id of a document's chunk is not a raw vector: replacing it would take the chunk from its document.
   const ofDocument = rows.find((row) => row.document_id !== null);
   if (ofDocument) throw new ConflictError(`id "${ofDocument.id}" names a chunk of a document in collection ${collection.name}; raw vectors cannot replace document chunks`);
   // Ids are unique per collection, not per tenant: replacing another tenant's vector would move it
-  // into this tenant's results. The detail does not name the other tenant's value.
-  const ofOtherTenant = rows.find((row) => !sameTenant(collection, row.metadata, metadataById.get(row.id)!));
+  // into this tenant's results. Tenants compare as text, as the search indexes keep them apart (the
+  // number 5 and the string "5" are one). The detail does not name the other tenant's value.
+  const ofOtherTenant = rows.find((row) => row.tenant !== tenantById.get(row.id));
   if (ofOtherTenant) throw new ConflictError(`id "${ofOtherTenant.id}" names a vector of another tenant in collection ${collection.name}; ids are unique across the tenants of a collection`);
 }
 
@@ -109,8 +110,8 @@ function refuseTakenIds(collection: CollectionRecord, rows: StoredChunk[], metad
  * Explains ids the write left alone (null keys): their collection was deleted meanwhile, or
  * another request took them after this one checked (insertChunks' replaceOnlyOwnRawVectors).
  */
-async function refuseUnwrittenIds(sql: SqlRunner, collection: CollectionRecord, ids: string[], metadataById: Map<string, Record<string, unknown>>): Promise<never> {
-  refuseTakenIds(collection, await chunksById(sql, collection, ids), metadataById);
+async function refuseUnwrittenIds(sql: SqlRunner, collection: CollectionRecord, ids: string[], tenantById: Map<string, string | null>): Promise<never> {
+  refuseTakenIds(collection, await chunksById(sql, collection, ids), tenantById);
   const [owner] = await sql('select 1 from collections where id = ?', [collection.id]);
   if (!owner) throw new NotFoundError(`Collection ${collection.name} was deleted while its vectors were written`);
   throw new ConflictError(`id "${ids[0]}" was changed by another request while this one was written; send it again`);

@@ -40,17 +40,16 @@ for (const backend of testBackends()) {
     await t.test('replaceOnlyOwnRawVectors: a raw vector of the same tenant is replaced, nothing else', async (t) => {
       // Tenants as a collection with tenant_field "tenant" writes them: in metadata and, as text, in the column.
       const owned = (id: string, documentId: string | null, tenant: string | null, text: string) => ({ ...chunk(id, documentId), tenant, text, metadata: tenant === null ? {} : { tenant } });
-      const ownRawVectors = { tenantPath: ['tenant'] };
       const [acmeKey] = await insertChunks(services.sql, collection.id, [owned('acme-vector', null, 'acme', 'first')]);
       const [documentKey] = await insertChunks(services.sql, collection.id, [owned(`${live}:taken`, live, null, 'of the document')]);
       const keys = await insertChunks(services.sql, collection.id, [
         owned('acme-vector', null, 'globex', 'globex over acme'),
         owned(`${live}:taken`, null, null, 'raw over a document chunk'),
         owned('fresh', null, 'globex', 'new id'),
-      ], { replaceOnlyOwnRawVectors: ownRawVectors });
+      ], { replaceOnlyOwnRawVectors: true });
       t.same(keys.slice(0, 2), [null, null], "another tenant's vector and a document's chunk are left alone");
       t.type(keys[2], 'number', 'a new id is written');
-      const [again] = await insertChunks(services.sql, collection.id, [owned('acme-vector', null, 'acme', 'second')], { replaceOnlyOwnRawVectors: ownRawVectors });
+      const [again] = await insertChunks(services.sql, collection.id, [owned('acme-vector', null, 'acme', 'second')], { replaceOnlyOwnRawVectors: true });
       t.equal(again, acmeKey, 'the same tenant replaces its vector, keeping the key');
       const rows = await services.sql<{ id: string; key: string | number; text: string; tenant: string | null; document_id: string | null }>(
         'select id, key, text, tenant, document_id from chunks where id = any(?::text[]) order by id', [['acme-vector', `${live}:taken`]],

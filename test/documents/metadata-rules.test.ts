@@ -82,26 +82,37 @@ for (const backend of testBackends()) {
       }
     });
 
-    await t.test('tenants 5 and "5": the same content is no duplicate across them, and neither sees the other', async (t) => {
+    await t.test('tenants 5 and "5" are one tenant: in duplicates, in results and in BM25 statistics', async (t) => {
       await createTestCollection(app, admin, { name: 'typed-tenants', tenant_field: 'tenant' });
-      const send = (tenant: unknown) => {
-        const body = multipartUpload([{ filename: 'zebras.txt', content: 'Zebras graze on the savanna at dawn.', contentType: 'text/plain' }], { metadata: JSON.stringify({ tenant }) });
+      const send = (tenant: unknown, content = 'Zebras graze on the savanna at dawn.') => {
+        const body = multipartUpload([{ filename: 'zebras.txt', content, contentType: 'text/plain' }], { metadata: JSON.stringify({ tenant }) });
         return app.inject({ method: 'POST', url: '/v1/collections/typed-tenants/documents', headers: { ...admin, ...body.headers }, payload: body.payload });
       };
       const number = await send(5);
       t.equal(number.statusCode, 202);
-      const text = await send('5');
-      t.equal(text.statusCode, 202, 'a new document, not a duplicate of the other tenant\'s');
-      t.not(text.json().id, number.json().id);
-      t.same(text.json().metadata, { tenant: '5' });
-      const again = await send(5);
-      t.equal(again.statusCode, 200, 'within one tenant the same content still is a duplicate');
+      const again = await send('5');
+      t.equal(again.statusCode, 200, 'the same content under "5" is a duplicate of the document under 5');
       t.match(again.json(), { id: number.json().id, duplicate: true });
+      const text = await send('5', 'Zebras drink at the river while lions sleep.');
+      t.equal(text.statusCode, 202);
+      t.same(text.json().metadata, { tenant: '5' }, 'metadata keeps the JSON value as sent');
+      const other = await send(6, 'Zebras and zebras and more zebras cross the plain.');
+      t.equal(other.statusCode, 202);
       await waitForIngestion(app, 'typed-tenants', admin);
-      for (const [tenant, id] of [[5, number.json().id], ['5', text.json().id]] as const) {
-        const response = await app.inject({ method: 'POST', url: '/v1/collections/typed-tenants/query', headers: admin, payload: { query: 'zebras', search_mode: 'keyword', filters: { tenant }, skip_cache: true } });
-        t.same(response.json().results.map((result: { document_id: string }) => result.document_id), [id], `tenant ${JSON.stringify(tenant)} finds its own document alone`);
+      const both = [number.json().id, text.json().id].sort();
+      for (const mode of MODES) {
+        const answers = await Promise.all([5, '5', { $eq: 5 }].map(async (tenant) => {
+          const response = await app.inject({ method: 'POST', url: '/v1/collections/typed-tenants/query', headers: admin, payload: { query: 'zebras', search_mode: mode, filters: { tenant }, skip_cache: true } });
+          t.equal(response.statusCode, 200, response.body);
+          return response.json().results as Array<{ document_id: string; score: number }>;
+        }));
+        for (const [index, results] of answers.entries()) {
+          t.same(results.map((result) => result.document_id).sort(), both, `${mode}, filter ${index}: both documents of tenant 5, none of tenant 6`);
+        }
+        t.same(answers[1], answers[0], `${mode}: 5 and "5" rank and score alike (one set of statistics)`);
       }
+      const narrowed = await app.inject({ method: 'POST', url: '/v1/collections/typed-tenants/query', headers: admin, payload: { query: 'zebras', search_mode: 'keyword', filters: { tenant: { $eq: 5, $ne: '5' } }, skip_cache: true } });
+      t.same(narrowed.json().results.map((result: { document_id: string }) => result.document_id), [number.json().id], 'other conditions on the tenant field still compare JSON values');
     });
 
     await t.test('a tenant field named like an Object.prototype member ("constructor") is read from the request alone', async (t) => {

@@ -265,14 +265,16 @@ for (const backend of testBackends()) {
       t.same(idsOf(await query('raw-tenant-ids', { query: 'revised', search_mode: 'keyword', filters: { tenant: 'globex' } })), ['x1']);
     });
 
-    await t.test('tenants 5 and "5" are two tenants: an id of one is a 409 for the other', async (t) => {
+    await t.test('tenants 5 and "5" are one tenant: either replaces the vector, 6 gets a 409', async (t) => {
       await createCollection({ name: 'raw-typed-tenants', dimension: 4, tenant_field: 'tenant' });
       t.same((await upsert('raw-typed-tenants', { vectors: [{ id: 'n', embedding: SAME, text: 'numeric ledger', metadata: { tenant: 5 } }] })).json(), { upserted: 1 });
-      const text = await upsert('raw-typed-tenants', { vectors: [{ id: 'n', embedding: FAR, text: 'text ledger', metadata: { tenant: '5' } }] });
-      assertError(t, text, 409, /^id "n" names a vector of another tenant in collection raw-typed-tenants/, 'the string "5" over the number 5');
-      const numeric = await query('raw-typed-tenants', { query: 'ledger', search_mode: 'keyword', filters: { tenant: 5 } });
-      t.same(numeric.results.map((result) => [result.id, result.text, result.metadata]), [['n', 'numeric ledger', { tenant: 5 }]], 'the number 5 keeps its vector');
-      t.same(idsOf(await query('raw-typed-tenants', { query: 'ledger', search_mode: 'keyword', filters: { tenant: '5' } })), [], 'the string "5" has none');
+      t.same((await upsert('raw-typed-tenants', { vectors: [{ id: 'n', embedding: FAR, text: 'text ledger', metadata: { tenant: '5' } }] })).json(), { upserted: 1 }, 'the string "5" replaces the number 5\'s vector');
+      assertError(t, await upsert('raw-typed-tenants', { vectors: [{ id: 'n', embedding: SAME, text: 'six ledger', metadata: { tenant: 6 } }] }), 409, /^id "n" names a vector of another tenant in collection raw-typed-tenants/, 'tenant 6');
+      for (const tenant of [5, '5']) {
+        const found = await query('raw-typed-tenants', { query: 'ledger', search_mode: 'keyword', filters: { tenant } });
+        t.same(found.results.map((result) => [result.id, result.text, result.metadata]), [['n', 'text ledger', { tenant: '5' }]], `filter ${JSON.stringify(tenant)}: the replaced vector`);
+      }
+      t.same(idsOf(await query('raw-typed-tenants', { query: 'ledger', search_mode: 'keyword', filters: { tenant: 6 } })), [], 'tenant 6 has none');
     });
 
     await t.test('two tenants upserting one new id at the same time: one wins, the other gets 409', async (t) => {
