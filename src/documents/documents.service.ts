@@ -174,19 +174,33 @@ function postgresArrayText(items: unknown[]): string {
   return `{${items.map((item) => `"${String(item).replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 }
 
+/**
+ * How the document list's `q` and the names it searches are folded: compatibility forms to plain
+ * ones (NFKD: full-width letters, ligatures), combining accents dropped, lowercase; so "resume"
+ * finds "Résumé.pdf" and "finance" "ﬁnance.pdf". `foldedNameSql` folds a column the same way.
+ */
+function foldForNameSearch(text: string): string {
+  return text.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase();
+}
+
+const foldedNameSql = (column: string) => `lower(regexp_replace(normalize(${column}, NFKD), '[\\u0300-\\u036f]', '', 'g'))`;
+
 export async function listDocuments(em: EntityManager, collection: CollectionRecord, query: DocumentListQuery) {
   const where: Record<string, unknown> = { collectionId: collection.id };
   if (query.status) where.status = query.status;
+  // One table is read, so columns need no alias.
+  const conditions: Array<Record<string, boolean>> = [];
   if (query.q) {
-    const pattern = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    where.$or = [{ filename: { $ilike: pattern } }, { title: { $ilike: pattern } }];
+    const pattern = `%${foldForNameSearch(query.q).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    conditions.push({ [raw(`(${foldedNameSql('filename')} like ? or ${foldedNameSql('title')} like ?)`, [pattern, pattern])]: true });
   }
   if (query.filter) {
-    // One table is read, so the column needs no alias. MikroORM writes a raw fragment's values into
-    // the SQL, an array as a comma list, so each path goes as the text of a PostgreSQL array.
+    // MikroORM writes a raw fragment's values into the SQL, an array as a comma list, so each path
+    // goes as the text of a PostgreSQL array.
     const condition = filterToSql(query.filter, 'metadata');
-    where.$and = [{ [raw(`(${condition.sql})`, condition.params.map((param) => (Array.isArray(param) ? postgresArrayText(param) : param)))]: true }];
+    conditions.push({ [raw(`(${condition.sql})`, condition.params.map((param) => (Array.isArray(param) ? postgresArrayText(param) : param)))]: true });
   }
+  if (conditions.length > 0) where.$and = conditions;
   const [data, total] = await em.findAndCount(Document, where, {
     orderBy: { [SORT_PROPERTY[query.sort]]: query.order, id: query.order },
     limit: query.limit, offset: query.offset,
