@@ -98,10 +98,24 @@ async function whileHoldingMigrationLock(databaseUrl: string, migrate: () => Pro
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
+    await refuseNonUnicodeDatabase(client);
     await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await migrate();
   } finally {
     await client.end();
+  }
+}
+
+/**
+ * Text of any language is stored and searched, and the document list folds names with
+ * `normalize()`, which PostgreSQL refuses outside UTF8: a SQL_ASCII database took uploads and then
+ * answered such listings with 500s. PGlite is always UTF8.
+ */
+async function refuseNonUnicodeDatabase(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ server_encoding: string }>('show server_encoding');
+  const encoding = rows[0]?.server_encoding;
+  if (encoding !== 'UTF8') {
+    throw new Error(`the database's encoding is ${encoding}; the service needs a UTF8 database (create it with: create database <name> encoding 'UTF8' template template0)`);
   }
 }
 

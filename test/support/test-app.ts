@@ -27,11 +27,11 @@ export interface TestApp {
 }
 
 /** A throwaway database on the PostgreSQL server of TEST_DATABASE_URL, dropped on close. */
-export async function createScratchDatabase(baseUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createScratchDatabase(baseUrl: string, encoding?: 'SQL_ASCII' | 'LATIN1'): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `rs_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: baseUrl });
   await admin.connect();
-  await admin.query(`create database ${name}`);
+  await admin.query(`create database ${name}${encoding ? ` encoding '${encoding}' locale 'C' template template0` : ''}`);
   await admin.end();
   const url = new URL(baseUrl);
   url.pathname = `/${name}`;
@@ -47,8 +47,8 @@ export async function createScratchDatabase(baseUrl: string): Promise<{ url: str
 }
 
 /** A scratch database URL on TEST_DATABASE_URL's server, dropped when the test `t` ends. */
-export async function scratchDatabaseUrl(t: { teardown(fn: () => Promise<void>): void }): Promise<string> {
-  const scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
+export async function scratchDatabaseUrl(t: { teardown(fn: () => Promise<void>): void }, encoding?: 'SQL_ASCII' | 'LATIN1'): Promise<string> {
+  const scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!, encoding);
   t.teardown(() => scratch.drop());
   return scratch.url;
 }
