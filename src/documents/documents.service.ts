@@ -9,6 +9,7 @@ import type { JobQueue } from '../ingestion/job-queue.js';
 import type { SqlRunner } from '../plugins.js';
 import { filterToSql } from '../search/filters/filter-to-sql.js';
 import type { MetadataFilter } from '../search/filters/filter-types.js';
+import { splitTenantEquality } from '../search/filters/tenant-equality.js';
 import type { FileStore } from '../storage/file-store.js';
 
 /** An upload's bytes are in the file store (`storageKey`) or, when small, held in memory for the database (`content`). */
@@ -194,10 +195,13 @@ export async function listDocuments(em: EntityManager, collection: CollectionRec
     const pattern = `%${foldForNameSearch(query.q).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     conditions.push({ [raw(`(${foldedNameSql('filename')} like ? or ${foldedNameSql('title')} like ?)`, [pattern, pattern])]: true });
   }
-  if (query.filter) {
+  // A collection's tenant is matched as text, as queries match it (the number 5 and the string "5" are one).
+  const { tenant, rest: filter } = splitTenantEquality(query.filter, collection.tenantField);
+  if (tenant !== null) where.tenant = tenant;
+  if (filter) {
     // MikroORM writes a raw fragment's values into the SQL, an array as a comma list, so each path
     // goes as the text of a PostgreSQL array.
-    const condition = filterToSql(query.filter, 'metadata');
+    const condition = filterToSql(filter, 'metadata');
     conditions.push({ [raw(`(${condition.sql})`, condition.params.map((param) => (Array.isArray(param) ? postgresArrayText(param) : param)))]: true });
   }
   if (conditions.length > 0) where.$and = conditions;

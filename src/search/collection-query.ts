@@ -3,8 +3,9 @@ import { fetchChunksByKey } from '../documents/chunk-store.js';
 import { attachMultimodalElements, type MultimodalElement } from '../documents/multimodal-elements.js';
 import { tenantText } from '../documents/metadata-rules.js';
 import { BadRequestError } from '../errors.js';
-import type { EmbeddingModel, MetadataFilter, Reranker, SqlRunner } from '../plugins.js';
+import type { EmbeddingModel, Reranker, SqlRunner } from '../plugins.js';
 import { parseFilter } from './filters/parse-filter.js';
+import { splitTenantEquality } from './filters/tenant-equality.js';
 import type { QueryCache } from './query-cache.js';
 import type { QueryEventRecorder } from './query-events.js';
 import type { CollectionQueryInput } from './query-request.js';
@@ -85,22 +86,6 @@ export function queryTenant(collection: CollectionRecord, filter: Record<string,
   throw new BadRequestError(`filters.${field} is required: collection ${collection.name} separates tenants by "${field}" (send {"filters": {"${field}": "<tenant>"}})`);
 }
 
-/**
- * The filter the stores apply, without the tenant's equality that queryTenant read: the stores keep
- * each tenant's entries apart by the tenant as text, so the number 5 and the string "5" are one
- * tenant, in results as in BM25 statistics. Compared as JSON values by the filter as well, they
- * were two tenants to results that shared one set of statistics. Other conditions on the field stay.
- */
-function withoutTenantEquality(filter: MetadataFilter | undefined, field: string | null | undefined, tenant: string | null): MetadataFilter | undefined {
-  if (!filter || tenant === null) return filter;
-  const isTenantEquality = (part: MetadataFilter) =>
-    part.kind === 'field' && part.field === field && part.condition.operator === '$eq' && String(part.condition.value) === tenant;
-  if (isTenantEquality(filter)) return undefined;
-  if (filter.kind !== 'and') return filter;
-  const kept = filter.filters.filter((part) => !isTenantEquality(part));
-  return kept.length === 0 ? undefined : kept.length === 1 ? kept[0] : { kind: 'and', filters: kept };
-}
-
 async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
   const start = performance.now();
   const value = await work();
@@ -123,7 +108,9 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   const minScore = input.min_score ?? collection.defaultMinScore;
   const requestFilter = parseFilter(input.filters ?? undefined);
   const tenant = queryTenant(collection, input.filters);
-  const filter = withoutTenantEquality(requestFilter, collection.tenantField, tenant);
+  // The stores keep tenants apart by their text: compared again as JSON values by the filter, the
+  // number 5 and the string "5" were two tenants to results that shared one set of BM25 statistics.
+  const filter = splitTenantEquality(requestFilter, collection.tenantField).rest;
   const weights = defaultFusionWeights(collection);
   const keywordWeight = input.keyword_weight ?? weights.keyword;
   const semanticWeight = input.semantic_weight ?? weights.semantic;

@@ -111,6 +111,10 @@ for (const backend of testBackends()) {
         }
         t.same(answers[1], answers[0], `${mode}: 5 and "5" rank and score alike (one set of statistics)`);
       }
+      for (const tenant of [5, '5']) {
+        const listed = await app.inject({ url: `/v1/collections/typed-tenants/documents?filters=${encodeURIComponent(JSON.stringify({ tenant }))}`, headers: admin });
+        t.same(listed.json().data.map((document: { id: string }) => document.id).sort(), both, `the document list, filter ${JSON.stringify(tenant)}: tenant 5's documents`);
+      }
       const narrowed = await app.inject({ method: 'POST', url: '/v1/collections/typed-tenants/query', headers: admin, payload: { query: 'zebras', search_mode: 'keyword', filters: { tenant: { $eq: 5, $ne: '5' } }, skip_cache: true } });
       t.same(narrowed.json().results.map((result: { document_id: string }) => result.document_id), [number.json().id], 'other conditions on the tenant field still compare JSON values');
     });
