@@ -98,7 +98,6 @@ async function whileHoldingMigrationLock(databaseUrl: string, migrate: () => Pro
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    await refuseNonUnicodeDatabase(client);
     await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await migrate();
   } finally {
@@ -111,9 +110,9 @@ async function whileHoldingMigrationLock(databaseUrl: string, migrate: () => Pro
  * `normalize()`, which PostgreSQL refuses outside UTF8: a SQL_ASCII database took uploads and then
  * answered such listings with 500s. PGlite is always UTF8.
  */
-async function refuseNonUnicodeDatabase(client: pg.Client): Promise<void> {
-  const { rows } = await client.query<{ server_encoding: string }>('show server_encoding');
-  const encoding = rows[0]?.server_encoding;
+async function refuseNonUnicodeDatabase(orm: MikroORM): Promise<void> {
+  const [row] = await orm.em.getConnection().execute<Array<{ server_encoding: string }>>('show server_encoding');
+  const encoding = row?.server_encoding;
   if (encoding !== 'UTF8') {
     throw new Error(`the database's encoding is ${encoding}; the service needs a UTF8 database (create it with: create database <name> encoding 'UTF8' template template0)`);
   }
@@ -146,8 +145,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     }
     if (pglite) sendSingleStatementsAsOne(orm);
     const migrating = orm;
-    if (options.databaseUrl) await whileHoldingMigrationLock(options.databaseUrl, () => migrating.getMigrator().up());
-    else await orm.getMigrator().up();
+    if (options.databaseUrl) {
+      await refuseNonUnicodeDatabase(orm);
+      await whileHoldingMigrationLock(options.databaseUrl, () => migrating.getMigrator().up());
+    } else {
+      await orm.getMigrator().up();
+    }
   } catch (error) {
     await closeAfterFailedOpen(orm, pglite, lock);
     throw error;

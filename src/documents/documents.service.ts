@@ -179,6 +179,8 @@ function postgresArrayText(items: unknown[]): string {
  * How the document list's `q` and the names it searches are folded: compatibility forms to plain
  * ones (NFKD: full-width letters, ligatures), combining accents dropped, lowercase; so "resume"
  * finds "Résumé.pdf" and "finance" "ﬁnance.pdf". `foldedNameSql` folds a column the same way.
+ * Not foldForSearch (src/text/search-folding.ts), the keyword index's fold: its letter table
+ * (ß → ss) and script rules have no SQL twin, and both sides must fold alike.
  */
 function foldForNameSearch(text: string): string {
   return text.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase();

@@ -14,11 +14,11 @@ export interface WrittenPartsRuntime extends SearchIndexes {
 /**
  * Takes back what ingestion wrote of documents that failed or wait for a retry: their elements with
  * the pictures kept for them (multimodal collections), and their chunks with the chunks' vectors
- * and keyword postings (the keyword index's BM25 statistics are decremented with them). A failed document kept the chunks of an earlier attempt, of a run a
- * crash cut short, or of the ready version a reprocess set out to replace: searchable, listed and
- * counted in the collection's stats, under a document that said it held nothing. The write version
- * of each collection whose chunks went moves on, so that answers cached meanwhile, which may hold
- * those chunks, are not served again.
+ * and keyword postings (the keyword index's BM25 statistics are decremented with them). A failed
+ * document kept the chunks of an earlier attempt, of a run a crash cut short, or of the ready
+ * version a reprocess set out to replace: searchable, listed and counted in the collection's stats,
+ * under a document that said it held nothing. The write version of each collection whose chunks
+ * went moves on, so that answers cached meanwhile, which may hold those chunks, are not served again.
  *
  * The chunks' collection is read from their rows, so that one call serves documents of several
  * collections (jobs taken over from a stopped process). Statements are run one after another, never

@@ -16,11 +16,11 @@ export interface TenantEqualitySplit {
 export function splitTenantEquality(filter: MetadataFilter | undefined, tenantField: string | null | undefined): TenantEqualitySplit {
   const none = { tenant: null, rest: filter };
   if (!filter || !tenantField) return none;
-  const tenantOf = (part: MetadataFilter): string | null => {
-    if (part.kind !== 'field' || part.field !== tenantField || part.condition.operator !== '$eq') return null;
-    const { value } = part.condition;
-    return (typeof value === 'string' && value !== '') || typeof value === 'number' || typeof value === 'boolean' ? String(value) : null;
-  };
+  // A scalar names a tenant as tenantText reads it; null and "" name none.
+  const tenantOf = (part: MetadataFilter): string | null =>
+    part.kind === 'field' && part.field === tenantField && part.condition.operator === '$eq' && part.condition.value !== null && part.condition.value !== ''
+      ? String(part.condition.value)
+      : null;
   const whole = tenantOf(filter);
   if (whole !== null) return { tenant: whole, rest: undefined };
   if (filter.kind !== 'and') return none;
