@@ -119,6 +119,34 @@ export async function deleteDocumentRows(sql: SqlRunner, collectionId: string, d
   });
 }
 
+export interface DeletedCollectionRows {
+  documents: number;
+  /** The pending_index_removals record of the deleted chunks' keys, null when no chunk went. */
+  owedRemovalId: number | null;
+}
+
+/**
+ * Deletes every document and chunk of a collection (raw vectors too; elements go through the
+ * trigger of migration 0008) and records the chunks' index removal as owed, as deleteDocumentRows
+ * does. The caller drops the collection's entries at once and settles the record; when that
+ * fails, the sweep removes them by key, so entries the collection gained since are kept. A chunk
+ * an ingestion commits while this statement waits goes with the trigger and without its key: that
+ * ingestion finds its rows gone and removes its entries itself (removeEntriesOfDeletedRows).
+ */
+export async function deleteCollectionRows(sql: SqlRunner, collectionId: string): Promise<DeletedCollectionRows> {
+  const [row] = await sql<{ documents: string | number; owed_removal_id: string | number | null }>(
+    `with chunks_gone as (delete from chunks where collection_id = ? returning key),
+       documents_gone as (delete from documents where collection_id = ? returning id),
+       owed as (
+         insert into pending_index_removals (collection_id, chunk_keys)
+         select ?::uuid, array_agg(key) from chunks_gone having count(*) > 0
+         returning id)
+     select (select count(*) from documents_gone) as documents, (select id from owed) as owed_removal_id`,
+    [collectionId, collectionId, collectionId],
+  );
+  return { documents: Number(row!.documents), owedRemovalId: row!.owed_removal_id === null ? null : Number(row!.owed_removal_id) };
+}
+
 export async function deleteChunksByKey(sql: SqlRunner, keys: number[]): Promise<void> {
   if (keys.length === 0) return;
   await sql('delete from chunks where key = any(?::bigint[])', [keys]);

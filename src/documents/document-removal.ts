@@ -6,7 +6,7 @@ import { settleIndexRemoval } from '../search/pending-index-removals.js';
 import { dropCollectionIndexes, prepareIndexesOfLiveCollection, removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
 import type { FileStore } from '../storage/file-store.js';
 import { elementFilesPrefix } from './element-files.js';
-import { deleteDocumentRows } from './chunk-store.js';
+import { deleteCollectionRows, deleteDocumentRows } from './chunk-store.js';
 
 export interface RemovalRuntime {
   sql: SqlRunner;
@@ -56,23 +56,24 @@ export async function removeDocuments(runtime: RemovalRuntime, collection: Colle
  * collection. Rows before index entries, as removeDocuments does and for the same reason; the
  * entries go by collection (fast), so a chunk written in the moment between the two (an upload or
  * raw vector racing the truncate) loses its entries, where the other order kept entries of deleted
- * rows. A collection deleted meanwhile (by another replica) is a 404, and the indexes made again
- * for it are removed: they were left behind, and every vector insert paid for an index of nothing.
+ * rows. The removal is recorded with the rows' deletion and settled after the drop: when the drop
+ * fails, the request answers 500 and PendingIndexRemovalSweep removes the entries by key. A
+ * collection deleted meanwhile (by another replica) is a 404, and the indexes made again for it
+ * are removed: they were left behind, and every vector insert paid for an index of nothing.
  */
 export async function truncateCollection(runtime: RemovalRuntime, collection: CollectionRecord): Promise<number> {
-  // The trigger of migration 0008 deletes the documents' chunks and elements; then the raw vectors.
-  const deleted = await runtime.sql<{ id: string }>('delete from documents where collection_id = ? returning id', [collection.id]);
-  await runtime.sql('delete from chunks where collection_id = ?', [collection.id]);
+  const deleted = await deleteCollectionRows(runtime.sql, collection.id);
   // Open sessions' files are under the collection's prefix too, which goes below.
   await runtime.sql('delete from upload_sessions where collection_id = ?', [collection.id]);
   await runtime.sql('delete from document_batches where collection_id = ?', [collection.id]);
   await dropCollectionIndexes(runtime.indexes, collection);
   await runtime.directory.recordWrite(runtime.sql, collection.id);
+  await settleIndexRemoval(runtime.sql, deleted.owedRemovalId);
   await runtime.files.remove(collection.id);
   if (!await prepareIndexesOfLiveCollection(runtime.sql, runtime.indexes, collection)) {
     throw new NotFoundError(`Collection ${collection.name} not found: it was deleted while this request was handled`);
   }
-  return deleted.length;
+  return deleted.documents;
 }
 
 /** The parts of the services removal needs. */

@@ -173,6 +173,36 @@ for (const { backend, overrides } of variants) {
       }
     });
 
+    for (const failing of ['keyword index', 'vector store'] as const) {
+      await t.test(`a truncate whose ${failing} drop fails: 500, then the sweep removes the entries and keeps newer ones`, async (t) => {
+        const name = `truncated-${failing.replace(' ', '-')}`;
+        const collection = await createTestCollection(app, admin, { name, chunk_size: 400, chunk_overlap: 0 });
+        await upload(t, name, 'samphire');
+        await waitForIngestion(app, name, admin);
+        const keys = (await services.sql<{ key: string | number }>('select key from chunks where collection_id = ?', [collection.id])).map((row) => Number(row.key));
+        t.ok(keys.length > 1, `the collection has ${keys.length} chunks`);
+
+        failNextCalls(t, failing === 'keyword index' ? keywordIndex : vectorStore, 'dropCollection');
+        const truncated = await app.inject({ method: 'POST', url: `/v1/collections/${name}/truncate`, headers: admin });
+        t.equal(truncated.statusCode, 500, truncated.body);
+        t.type(truncated.json().detail, 'string', 'the 500 has a detail');
+        const owed = await pending(collection.id);
+        t.equal(owed.length, 1, 'one removal is owed');
+        t.same(owed[0]!.chunk_keys!.map(Number).sort((a, b) => a - b), [...keys].sort((a, b) => a - b), 'of the truncated chunks');
+
+        const keptId = await upload(t, name, 'sea-kale');
+        await waitForIngestion(app, name, admin);
+        await pastGracePeriod();
+        t.equal(await services.indexRemovals.sweep(), 1, 'the sweep performs the removal');
+        t.same(await pending(collection.id), [], 'nothing owed any more');
+        const after = await stats(name);
+        t.equal(after.vectors, after.chunks, `as many vectors as chunks (${after.chunks})`);
+        t.same(await found(name, 'samphire'), [], 'the truncated document is not found');
+        t.ok((await found(name, 'sea-kale')).includes(keptId), 'the document uploaded since is');
+        if (keywordIndex.name === 'sql') t.same(await keywordTables(collection.id, keys), { postings: 0, chunkCount: after.chunks }, 'BM25 statistics count the chunks uploaded since only');
+      });
+    }
+
     await t.test('a document removal owed in a collection deleted since: the collection took the entries, the record goes', async (t) => {
       const collection = await createTestCollection(app, admin, { name: 'gone-since', chunk_size: 400, chunk_overlap: 0 });
       const id = await upload(t, 'gone-since', 'glasswort');
@@ -193,6 +223,10 @@ for (const { backend, overrides } of variants) {
       await waitForIngestion(app, 'plain', admin);
       t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/plain/documents/${id}`, headers: admin })).statusCode, 204);
       t.same(await pending(collection.id), [], 'after a document delete');
+      await upload(t, 'plain', 'eelgrass');
+      await waitForIngestion(app, 'plain', admin);
+      t.same((await app.inject({ method: 'POST', url: '/v1/collections/plain/truncate', headers: admin })).json(), { deleted_documents: 1 });
+      t.same(await pending(collection.id), [], 'after a truncate');
       t.equal((await app.inject({ method: 'DELETE', url: '/v1/collections/plain', headers: admin })).statusCode, 204);
       t.same(await pending(collection.id), [], 'after a collection delete');
       t.same(await services.sql('select id from pending_index_removals'), [], 'nothing owed at all');
