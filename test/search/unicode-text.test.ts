@@ -1,8 +1,9 @@
 /**
  * Non-English text through the HTTP API, in keyword and semantic mode: accents fold ("café" finds
  * "cafe" and the reverse, "résumé" no longer matches "the sum total"), Cyrillic and CJK queries
- * find their documents, and a query without content words ("the", "🍕") no longer scores 1.0
- * against every document the analyzer found no English word in.
+ * find their documents (Korean words with their particles attached too), and a query without
+ * content words ("the", "🍕") no longer scores 1.0 against every document the analyzer found no
+ * English word in.
  */
 import t from 'tap';
 import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
@@ -17,6 +18,7 @@ const documents: Record<string, string> = {
   'tokyo-ja.txt': '東京都は日本の首都で、人口が最も多い都市です。',
   'beijing-zh.txt': '北京是中华人民共和国的首都，也是政治和文化中心。',
   'bangkok-th.txt': 'กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย',
+  'seoul-ko.txt': '서울은 한국의 수도이며 가장 큰 도시입니다.',
   'heat-en.txt': 'Heat transfer in a laminar boundary layer over a heated flat plate.',
   // One Gothic word of 200 letters outside the basic plane (400 UTF-16 units), longer than the
   // longest term stored: cut inside a surrogate pair, it must still be written and find itself.
@@ -71,6 +73,8 @@ for (const backend of testBackends()) {
       t.same(await keywordMatches('東京'), ['tokyo-ja.txt'], '東京 inside 東京都');
       t.same((await keywordMatches('首都')).sort(), ['beijing-zh.txt', 'tokyo-ja.txt'], '"capital" in Chinese and in Japanese');
       t.same(await keywordMatches('ประเทศไทย'), ['bangkok-th.txt'], '"Thailand" inside a Thai sentence written without spaces');
+      t.same(await keywordMatches('서울'), ['seoul-ko.txt'], '"Seoul" in "서울은", its particle attached');
+      t.same(await keywordMatches('한국 수도'), ['seoul-ko.txt'], '"Korea" in "한국의", "capital" in "수도이며"');
     });
 
     await t.test('semantic: a query without content words scores well below 1 everywhere', async (t) => {

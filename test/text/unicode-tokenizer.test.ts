@@ -16,7 +16,8 @@ t.test('Chinese and Japanese runs become overlapping character bigrams', async (
 t.test('a Chinese or Japanese run stops where another script starts', async (t) => {
   t.same(unicodeTokens('2020年東京オリンピック'), ['2020', '年東', '東京', '京オ', 'オリ', 'リン', 'ンピ', 'ピッ', 'ック']);
   t.same(unicodeTokens('iphone用户'), ['iphone', '用户']);
-  t.same(unicodeTokens('한국어 텍스트'), ['한국어', '텍스트'], 'Korean is written with spaces: words, not bigrams');
+  t.same(unicodeTokens('서울은 한국의 수도'), ['서울', '울은', '한국', '국의', '수도'], 'Korean: bigrams, so a word is found with its particle attached');
+  t.same(unicodeTokens('서울에서 k팝'), ['서울', '울에', '에서', 'k', '팝'], 'a Korean run stops where Latin starts');
   t.same(unicodeTokens('ภาษาไทย'), ['ภา', 'าษ', 'ษา', 'าไ', 'ไท', 'ทย'], 'Thai, written without spaces: code-point bigrams');
   t.same(unicodeTokens('ខ្មែរ'), ['ខ្', '្ម', 'មែ', 'ែរ'], 'Khmer likewise, its marks included');
 });
