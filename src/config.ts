@@ -50,6 +50,12 @@ export interface Config {
   /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
   fileStore: 'local' | 's3';
   s3: S3StoreConfig;
+  /**
+   * Whether the in-process indexes (embedded vectors, memory keyword index) of every collection are
+   * loaded in the background at start, most recently queried first, rather than by each
+   * collection's first query after a restart.
+   */
+  warmUpIndexes: boolean;
   /** An `llm` plugin that reads images, used to caption image elements; unset: images are not captioned. */
   captionLlm: { plugin: string; model: string | undefined; apiKey: string | undefined; baseUrl: string | undefined } | undefined;
 }
@@ -82,6 +88,13 @@ function optionalInteger(env: NodeJS.ProcessEnv, name: string, min = 0, max = Nu
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max?: number): number {
   return optionalInteger(env, name, min, max) ?? fallback;
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = optional(env, name);
+  if (raw === undefined) return fallback;
+  if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be "true" or "false", got "${raw}"`);
+  return raw === 'true';
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -168,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       forcePathStyle: optional(env, 'S3_FORCE_PATH_STYLE') === 'true',
       prefix: optional(env, 'S3_PREFIX') ?? '',
     },
+    warmUpIndexes: boolean(env, 'INDEX_WARM_UP', true),
     captionLlm: captionPlugin
       ? { plugin: captionPlugin, model: optional(env, 'CAPTION_LLM_MODEL'), apiKey: optional(env, 'CAPTION_LLM_API_KEY'), baseUrl: optional(env, 'CAPTION_LLM_BASE_URL') }
       : undefined,

@@ -25,6 +25,7 @@ import { JobQueue } from './ingestion/job-queue.js';
 import { PluginRegistry } from './plugin-registry.js';
 import type { Parser, SqlRunner } from './plugins.js';
 import type { QueryResponse, QueryRuntime } from './search/collection-query.js';
+import { IndexWarmUp } from './search/index-warm-up.js';
 import { createMemoryKeywordIndex } from './search/keyword/memory-keyword-index.js';
 import { createSqlKeywordIndex } from './search/keyword/sql-keyword-index.js';
 import { QueryCache } from './search/query-cache.js';
@@ -69,6 +70,8 @@ export interface AppServices {
    */
   writeLocks: WriteLocks;
   queryRuntime: QueryRuntime;
+  /** Loads the in-process indexes at start (config `warmUpIndexes`). */
+  indexWarmUp: IndexWarmUp;
   /** Collections by name, cached briefly (see collection-directory.ts). */
   collections: CollectionDirectory;
   collectionDependencies: CollectionDependencies;
@@ -140,6 +143,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     { sql, indexes, recordWrite: (collectionId) => collections.recordWrite(sql, collectionId) }, logger.child({ component: 'index-removals' }),
   );
 
+  const indexWarmUp = new IndexWarmUp(sql, indexes, logger.child({ component: 'index-warm-up' }));
   const events = new QueryEventRecorder(sql, (error) => logger.error({ err: error }, 'could not record query events'));
   events.start();
   const queryRuntime: QueryRuntime = {
@@ -176,17 +180,18 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   return {
     config, db, sql, secrets, settings, apiKeys, apiKeyUsage, plugins, parsers, files, indexes, indexRemovals, embeddings, embeddingCache, embeddingUsage, embeddingPresets,
     jobs, ingestion, writeLocks,
-    queryRuntime, collections, collectionDependencies,
+    queryRuntime, indexWarmUp, collections, collectionDependencies,
     async start() {
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
       indexRemovals.start();
+      if (config.warmUpIndexes && (config.vectorStore === 'embedded' || config.keywordIndex === 'memory')) indexWarmUp.start();
     },
     stopWork: () => ingestion.stop(),
     async stop() {
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
-        () => ingestion.stop(), () => indexRemovals.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
       ]), 'shutdown steps of the services');
     },

@@ -15,7 +15,7 @@ export interface SearchIndexes {
  * making covers every order: a deletion that commits after the look drops the indexes after they
  * were made.
  */
-export async function prepareIndexesOfLiveCollection(sql: SqlRunner, indexes: SearchIndexes, collection: CollectionRecord): Promise<boolean> {
+export async function prepareIndexesOfLiveCollection(sql: SqlRunner, indexes: SearchIndexes, collection: Pick<CollectionRecord, 'id' | 'dimension'>): Promise<boolean> {
   await indexes.vectorStore.ensureCollection(collection.id, collection.dimension);
   const [live] = await sql('select 1 from collections where id = ?', [collection.id]);
   if (live) return true;

@@ -7,14 +7,11 @@
  * graph behind.
  */
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import t from 'tap';
-import { loadConfig } from '../../src/config.js';
-import { openDatabase } from '../../src/db/database.js';
-import { adminTestApp, bearer, buildTestApp, createApiKey, createScratchDatabase, multipartUpload, setupAdmin, testBackends, waitForIngestion, type TestApp } from '../support/test-app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { adminTestApp, bearer, createApiKey, multipartUpload, restartableTestApp, setupAdmin, testBackends, waitForIngestion, type TestApp } from '../support/test-app.js';
 import { assertError } from '../support/assertions.js';
 import { graphsHeld, graphThreadOf, killGraphThread } from '../support/graph-thread-control.js';
 import { logLines } from '../support/log-lines.js';
@@ -34,21 +31,10 @@ interface StorageEntry {
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
-    const database = await openDatabase({ databaseUrl: scratch?.url });
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-vector-storage-'));
+    const lives = await restartableTestApp(t, backend, 'rs-vector-storage-');
+    const { dataDir } = lives;
     let current: TestApp | undefined;
-    t.teardown(async () => {
-      await current?.close();
-      await database.close();
-      await scratch?.drop();
-      await rm(dataDir, { recursive: true, force: true });
-    });
-    const restart = async (overrides: Parameters<typeof buildTestApp>[1] = {}, logStream?: Writable) => {
-      await current?.close();
-      current = await buildTestApp(backend, overrides, { dataDir, database, logStream });
-      return current;
-    };
+    const restart = async (overrides: Partial<Config> = {}, logStream?: Writable) => (current = await lives.restart(overrides, logStream));
 
     let app = (await restart()).app;
     const cookie = await setupAdmin(app);

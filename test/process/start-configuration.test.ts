@@ -28,6 +28,7 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
     [{ DATABASE_URL: 'garbage' }, /^DATABASE_URL must be a PostgreSQL URL naming a database/],
     [{ DATABASE_URL: 'postgresql://user:hunter2@127.0.0.1:5432' }, /^DATABASE_URL must be a PostgreSQL URL naming a database/],
     [{ DATABASE_URL: 'mysql://127.0.0.1/app' }, /^DATABASE_URL must be a PostgreSQL URL/],
+    [{ INDEX_WARM_UP: 'yes' }, /^INDEX_WARM_UP must be "true" or "false", got "yes"$/],
   ];
   for (const [env, message] of refused) {
     t.throws(() => loadConfig(env), message, JSON.stringify(env));
@@ -35,6 +36,8 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
   }
   t.notMatch(String(refusalOf({ DATABASE_URL: 'postgresql://user:hunter2@127.0.0.1:5432' })), 'hunter2', 'the URL, which may hold a password, is not repeated');
   t.match(loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DATABASE_URL: 'postgres://u@db.internal/app' }), { port: 0, logLevel: 'silent', databaseUrl: 'postgres://u@db.internal/app' });
+  t.match(loadConfig({}), { warmUpIndexes: true }, 'INDEX_WARM_UP is on by default');
+  t.match(loadConfig({ INDEX_WARM_UP: 'false' }), { warmUpIndexes: false });
 });
 
 t.test('the process exits at once with the message, before creating its data directory', async (t) => {

@@ -79,6 +79,8 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     dataDir,
     vectorStore: backend === 'postgresql' ? 'pgvector' : 'embedded',
     keywordIndex: backend === 'postgresql' ? 'sql' : 'memory',
+    // Loads at start would race what tests expect of a restart (test/search/index-warm-up turns it on).
+    warmUpIndexes: false,
     ...overrides,
     databaseUrl,
   };
@@ -102,6 +104,46 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
         async () => { await scratch?.drop(); },
         async () => { if (!options.dataDir) await rm(dataDir, { recursive: true, force: true }); },
       ]), 'steps of closing the test app');
+    },
+  };
+}
+
+export interface RestartableTestApp {
+  dataDir: string;
+  /** Closes the running app, if any (a graceful stop), then builds the next on the same database and data directory. */
+  restart(overrides?: Partial<Config>, logStream?: DestinationStream): Promise<TestApp>;
+  /** Closes the running app, if any. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Apps one after another on one database and data directory, as a process restarted on them; the
+ * last is closed, and the database and directory removed, when `t` ends.
+ */
+export async function restartableTestApp(t: { teardown(fn: () => Promise<void>): void }, backend: Backend, directoryPrefix: string): Promise<RestartableTestApp> {
+  const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
+  const database = await openDatabase({ databaseUrl: scratch?.url });
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), directoryPrefix));
+  let running: TestApp | undefined;
+  const stop = async () => {
+    const app = running;
+    running = undefined;
+    await app?.close();
+  };
+  t.teardown(async () => {
+    // The app first, then the database it used.
+    await stop();
+    await database.close();
+    await scratch?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  return {
+    dataDir,
+    stop,
+    async restart(overrides = {}, logStream) {
+      await stop();
+      running = await buildTestApp(backend, overrides, { dataDir, database, logStream });
+      return running;
     },
   };
 }

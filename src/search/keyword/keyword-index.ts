@@ -53,6 +53,8 @@ export interface KeywordIndex {
   add(collectionId: string, entries: KeywordEntry[]): Promise<void>;
   remove(collectionId: string, keys: number[]): Promise<void>;
   dropCollection(collectionId: string): Promise<void>;
+  /** Brings the collection's index into memory where it is kept there (the memory index), else nothing. */
+  load(collectionId: string): Promise<void>;
   /** Best first, equal scores by ascending key. An empty or all-stop-word query gives []. */
   search(request: KeywordSearchRequest): Promise<KeywordHit[]>;
   close(): Promise<void>;

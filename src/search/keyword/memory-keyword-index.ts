@@ -364,6 +364,8 @@ export function createMemoryKeywordIndex(sql: SqlRunner): KeywordIndex {
       loads.delete(collectionId);
     },
 
+    load: (collectionId) => withCollection(collectionId, () => undefined),
+
     async search(request) {
       const queryTerms = analyzeQuery(request.query);
       if (queryTerms.length === 0 || !(request.topK >= 1)) return [];

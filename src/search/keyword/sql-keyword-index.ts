@@ -294,6 +294,10 @@ export function createSqlKeywordIndex(sql: SqlRunner): KeywordIndex {
       });
     },
 
+    async load() {
+      // Nothing kept in memory: each search reads the postings from the database.
+    },
+
     async search(request): Promise<KeywordHit[]> {
       const queryTerms = analyzeQuery(request.query);
       if (queryTerms.length === 0 || !(request.topK >= 1)) return [];
