@@ -53,7 +53,10 @@ export interface KeywordIndex {
   add(collectionId: string, entries: KeywordEntry[]): Promise<void>;
   remove(collectionId: string, keys: number[]): Promise<void>;
   dropCollection(collectionId: string): Promise<void>;
-  /** Brings the collection's index into memory where it is kept there (the memory index), else nothing. */
+  /**
+   * Brings the collection's index into memory, for an index kept there (the memory index); the SQL
+   * index has nothing to load.
+   */
   load(collectionId: string): Promise<void>;
   /** Best first, equal scores by ascending key. An empty or all-stop-word query gives []. */
   search(request: KeywordSearchRequest): Promise<KeywordHit[]>;
