@@ -48,8 +48,7 @@ export class IndexWarmUp {
       if (this.stopped) return;
       const collectionStarted = performance.now();
       try {
-        await this.indexes.keywordIndex.load(collection.id);
-        // Also drops what was just loaded when the collection was deleted meanwhile.
+        // Drops what it loaded when the collection was deleted meanwhile.
         if (!await prepareIndexesOfLiveCollection(this.sql, this.indexes, collection)) continue;
         loaded += 1;
         this.logger.debug({ collectionId: collection.id, seconds: secondsSince(collectionStarted) }, 'search indexes of a collection loaded');

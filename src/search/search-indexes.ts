@@ -9,13 +9,14 @@ export interface SearchIndexes {
 }
 
 /**
- * Prepares the collection's indexes, then looks whether the collection still exists: when another
- * request (another replica) deleted it meanwhile, its deletion may have dropped the indexes before
- * they were made again here, so they are dropped again and the answer is false. Looking after
- * making covers every order: a deletion that commits after the look drops the indexes after they
- * were made.
+ * Prepares the collection's indexes (loading those kept in memory), then looks whether the
+ * collection still exists: when another request (another replica) deleted it meanwhile, its
+ * deletion may have dropped the indexes before they were made again here, so they are dropped
+ * again and the answer is false. Looking after making covers every order: a deletion that commits
+ * after the look drops the indexes after they were made.
  */
 export async function prepareIndexesOfLiveCollection(sql: SqlRunner, indexes: SearchIndexes, collection: Pick<CollectionRecord, 'id' | 'dimension'>): Promise<boolean> {
+  await indexes.keywordIndex.load(collection.id);
   await indexes.vectorStore.ensureCollection(collection.id, collection.dimension);
   const [live] = await sql('select 1 from collections where id = ?', [collection.id]);
   if (live) return true;
