@@ -32,7 +32,7 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: AppService
   const { db, apiKeys } = services;
   const tags = ['admin: api keys'];
 
-  app.get('/v1/admin/api-keys', { config: { ...ADMIN_SESSION, openapi: { response: ApiKeyPage } }, schema: { tags, querystring: PageQuery } }, async (request) => {
+  app.get('/v1/admin/api-keys', { config: { ...ADMIN_SESSION, openapi: { response: ApiKeyPage } }, schema: { tags, summary: 'List API keys (never their plaintext)', querystring: PageQuery } }, async (request) => {
     const { data, total } = await apiKeys.list(db.fork(), request.query.limit, request.query.offset);
     return page(data.map(serializeApiKey), total, request.query);
   });
@@ -42,13 +42,13 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: AppService
     return reply.code(201).send({ ...serializeApiKey(record), key });
   });
 
-  app.get('/v1/admin/api-keys/:id', { config: { ...ADMIN_SESSION, openapi: { response: ApiKeyView } }, schema: { tags, params: IdParams } }, async (request) =>
+  app.get('/v1/admin/api-keys/:id', { config: { ...ADMIN_SESSION, openapi: { response: ApiKeyView } }, schema: { tags, summary: 'One API key (never its plaintext)', params: IdParams } }, async (request) =>
     serializeApiKey(await apiKeys.get(db.fork(), request.params.id)));
 
-  app.patch('/v1/admin/api-keys/:id', { config: { ...ADMIN_SESSION, openapi: { response: ApiKeyView } }, schema: { tags, params: IdParams, body: ApiKeyUpdateBody } }, async (request) =>
+  app.patch('/v1/admin/api-keys/:id', { config: { ...ADMIN_SESSION, openapi: { response: ApiKeyView } }, schema: { tags, summary: 'Change the name, scopes, pinned collection, expiry or active flag', params: IdParams, body: ApiKeyUpdateBody } }, async (request) =>
     serializeApiKey(await apiKeys.update(db.fork(), requireActor(request), request.params.id, request.body)));
 
-  app.delete('/v1/admin/api-keys/:id', { config: ADMIN_SESSION, schema: { tags, params: IdParams } }, async (request, reply) => {
+  app.delete('/v1/admin/api-keys/:id', { config: ADMIN_SESSION, schema: { tags, summary: 'Delete a key; requests with it are refused at once', params: IdParams } }, async (request, reply) => {
     await apiKeys.delete(db.fork(), requireActor(request), request.params.id);
     return reply.code(204).send();
   });

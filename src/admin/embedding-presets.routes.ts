@@ -43,7 +43,7 @@ export const adminEmbeddingPresetRoutes: FastifyPluginAsyncTypebox<{ services: A
     await em.flush();
   };
 
-  app.get('/v1/admin/embedding-presets', { config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetPage } }, schema: { tags, querystring: PageQuery } }, async (request) => {
+  app.get('/v1/admin/embedding-presets', { config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetPage } }, schema: { tags, summary: 'List embedding presets (api_key never shown)', querystring: PageQuery } }, async (request) => {
     const { data, total } = await presets.list(request.query.limit, request.query.offset);
     return page(data.map(serializePreset), total, request.query);
   });
@@ -62,7 +62,7 @@ export const adminEmbeddingPresetRoutes: FastifyPluginAsyncTypebox<{ services: A
     return presets.test({ provider, model, apiKey, baseUrl, dimension });
   });
 
-  app.get('/v1/admin/embedding-presets/:id', { config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetView } }, schema: { tags, params: IdParams } }, async (request) =>
+  app.get('/v1/admin/embedding-presets/:id', { config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetView } }, schema: { tags, summary: 'One embedding preset', params: IdParams } }, async (request) =>
     serializePreset(await presets.get(request.params.id)));
 
   app.patch('/v1/admin/embedding-presets/:id', { config: { ...ADMIN_SESSION, openapi: { response: EmbeddingPresetView } }, schema: { tags, summary: 'Update a preset; a new provider takes only the api_key and base_url sent with it', params: IdParams, body: PresetUpdateBody } }, async (request) => {
@@ -71,7 +71,7 @@ export const adminEmbeddingPresetRoutes: FastifyPluginAsyncTypebox<{ services: A
     return serializePreset(preset);
   });
 
-  app.delete('/v1/admin/embedding-presets/:id', { config: ADMIN_SESSION, schema: { tags, params: IdParams } }, async (request, reply) => {
+  app.delete('/v1/admin/embedding-presets/:id', { config: ADMIN_SESSION, schema: { tags, summary: 'Delete a preset; collections made from it keep their copied settings', params: IdParams } }, async (request, reply) => {
     await presets.delete(request.params.id);
     await audit(requireActor(request), 'embedding_preset.delete', request.params.id);
     return reply.code(204).send();

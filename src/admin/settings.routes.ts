@@ -13,9 +13,9 @@ export const adminSettingsRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   const { db, settings } = services;
   const tags = ['admin: settings'];
 
-  app.get('/v1/admin/settings', { config: { ...ADMIN_SESSION, openapi: { response: SettingList } }, schema: { tags } }, async () => ({ data: await settings.list() }));
+  app.get('/v1/admin/settings', { config: { ...ADMIN_SESSION, openapi: { response: SettingList } }, schema: { tags, summary: 'Every runtime setting with its value, default and source' } }, async () => ({ data: await settings.list() }));
 
-  app.patch('/v1/admin/settings', { config: { ...ADMIN_SESSION, openapi: { response: SettingList } }, schema: { tags, body: ValuesBody } }, async (request) => {
+  app.patch('/v1/admin/settings', { config: { ...ADMIN_SESSION, openapi: { response: SettingList } }, schema: { tags, summary: 'Set runtime settings; a bad value is a 400 and nothing is saved', body: ValuesBody } }, async (request) => {
     const em = db.fork();
     recordAudit(em, requireActor(request), { action: 'settings.update', resourceType: 'settings', details: { keys: Object.keys(request.body.values) } });
     return { data: await settings.update(em, request.body.values) };
@@ -26,7 +26,7 @@ export const adminSettingsRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
     return { ok: errors.length === 0, errors };
   });
 
-  app.post('/v1/admin/settings/reset', { config: { ...ADMIN_SESSION, openapi: { response: SettingList } }, schema: { tags, body: KeysBody } }, async (request) => {
+  app.post('/v1/admin/settings/reset', { config: { ...ADMIN_SESSION, openapi: { response: SettingList } }, schema: { tags, summary: 'Return the named settings to their defaults', body: KeysBody } }, async (request) => {
     const em = db.fork();
     const data = await settings.reset(em, request.body.keys);
     recordAudit(em, requireActor(request), { action: 'settings.reset', resourceType: 'settings', details: { keys: request.body.keys } });

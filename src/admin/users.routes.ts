@@ -30,23 +30,23 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: AppServices 
   const { db } = services;
   const tags = ['admin: users'];
 
-  app.get('/v1/admin/users', { config: { ...ADMIN_SESSION, openapi: { response: UserPage } }, schema: { tags, querystring: PageQuery } }, async (request) => {
+  app.get('/v1/admin/users', { config: { ...ADMIN_SESSION, openapi: { response: UserPage } }, schema: { tags, summary: 'List users, oldest first', querystring: PageQuery } }, async (request) => {
     const { data, total } = await listUsers(db.fork(), request.query.limit, request.query.offset);
     return page(data.map(serializeUser), total, request.query);
   });
 
-  app.post('/v1/admin/users', { config: { ...ADMIN_SESSION, openapi: { success: 201, response: UserView } }, schema: { tags, body: UserCreateBody } }, async (request, reply) => {
+  app.post('/v1/admin/users', { config: { ...ADMIN_SESSION, openapi: { success: 201, response: UserView } }, schema: { tags, summary: 'Create a user (role admin or member); the email must be unused (409)', body: UserCreateBody } }, async (request, reply) => {
     const user = await createUser(db.fork(), requireActor(request), request.body);
     return reply.code(201).send(serializeUser(user));
   });
 
-  app.get('/v1/admin/users/:id', { config: { ...ADMIN_SESSION, openapi: { response: UserView } }, schema: { tags, params: IdParams } }, async (request) =>
+  app.get('/v1/admin/users/:id', { config: { ...ADMIN_SESSION, openapi: { response: UserView } }, schema: { tags, summary: 'One user', params: IdParams } }, async (request) =>
     serializeUser(await getUser(db.fork(), request.params.id)));
 
-  app.patch('/v1/admin/users/:id', { config: { ...ADMIN_SESSION, openapi: { response: UserView } }, schema: { tags, params: IdParams, body: UserUpdateBody } }, async (request) =>
+  app.patch('/v1/admin/users/:id', { config: { ...ADMIN_SESSION, openapi: { response: UserView } }, schema: { tags, summary: 'Change email, display name, role or password; a new password signs the user out everywhere; the last admin cannot be demoted (409)', params: IdParams, body: UserUpdateBody } }, async (request) =>
     serializeUser(await updateUser(db.fork(), requireActor(request), request.params.id, request.body)));
 
-  app.delete('/v1/admin/users/:id', { config: ADMIN_SESSION, schema: { tags, params: IdParams } }, async (request, reply) => {
+  app.delete('/v1/admin/users/:id', { config: ADMIN_SESSION, schema: { tags, summary: 'Delete a user; the last admin cannot be deleted (409)', params: IdParams } }, async (request, reply) => {
     await deleteUser(db.fork(), requireActor(request), request.params.id);
     return reply.code(204).send();
   });

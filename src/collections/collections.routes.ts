@@ -21,17 +21,17 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
   const { db, collectionDependencies: deps } = services;
   const tags = ['collections'];
 
-  app.get('/v1/collections', { config: { ...scope('collection:read'), openapi: { response: CollectionList } }, schema: { tags, querystring: ListQuery } }, async (request) => {
+  app.get('/v1/collections', { config: { ...scope('collection:read'), openapi: { response: CollectionList } }, schema: { tags, summary: 'List collections by name (name: a case-insensitive substring; paging); a pinned key sees its own only', querystring: ListQuery } }, async (request) => {
     const { data, total } = await listCollections(db.fork(), requireActor(request), request.query);
     return page(data.map(serializeCollection), total, request.query);
   });
 
-  app.post('/v1/collections', { config: { ...scope('collection:write'), openapi: { success: 201, response: CollectionView } }, schema: { tags, body: CollectionCreateBody } }, async (request, reply) => {
+  app.post('/v1/collections', { config: { ...scope('collection:write'), openapi: { success: 201, response: CollectionView } }, schema: { tags, summary: 'Create a collection; a taken name is a 409', body: CollectionCreateBody } }, async (request, reply) => {
     const collection = await createCollection({ em: db.fork(), actor: requireActor(request) }, deps, request.body);
     return reply.code(201).send(serializeCollection(collection));
   });
 
-  app.get('/v1/collections/:name', { config: { ...scope('collection:read'), openapi: { response: CollectionView } }, schema: { tags, params: NameParams } }, async (request) =>
+  app.get('/v1/collections/:name', { config: { ...scope('collection:read'), openapi: { response: CollectionView } }, schema: { tags, summary: 'One collection', params: NameParams } }, async (request) =>
     serializeCollection(await findCollection(services.collections, requireActor(request), request.params.name)));
 
   app.patch('/v1/collections/:name', {
@@ -42,7 +42,7 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
     return serializeCollection(await updateCollection({ em: db.fork(), actor: requireActor(request) }, deps, request.params.name, input));
   });
 
-  app.delete('/v1/collections/:name', { config: scope('collection:delete'), schema: { tags, params: NameParams } }, async (request, reply) => {
+  app.delete('/v1/collections/:name', { config: scope('collection:delete'), schema: { tags, summary: 'Delete a collection with its documents, chunks and vectors', params: NameParams } }, async (request, reply) => {
     await deleteCollection({ em: db.fork(), actor: requireActor(request) }, deps, request.params.name);
     return reply.code(204).send();
   });
@@ -57,13 +57,13 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
     return { deleted_documents: deleted };
   });
 
-  app.get('/v1/collections/:name/stats', { config: { ...scope('collection:read'), openapi: { response: CollectionStatsView } }, schema: { tags, params: NameParams } }, async (request) => {
+  app.get('/v1/collections/:name/stats', { config: { ...scope('collection:read'), openapi: { response: CollectionStatsView } }, schema: { tags, summary: 'Documents by status, chunks, vectors, storage bytes and embedding usage', params: NameParams } }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const embedding = { provider: collection.embeddingProvider, model: collection.embeddingModel, ...await services.embeddingUsage.forCollection(collection.id) };
     return { ...await collectionStats(services.sql, services.indexes.vectorStore, collection), embedding };
   });
 
-  app.get('/v1/collections/:name/analytics', { config: { ...scope('collection:read'), openapi: { response: CollectionAnalyticsView } }, schema: { tags, params: NameParams, querystring: WindowQuery } }, async (request) => {
+  app.get('/v1/collections/:name/analytics', { config: { ...scope('collection:read'), openapi: { response: CollectionAnalyticsView } }, schema: { tags, summary: 'Queries per day, top queries, average latency and zero-result queries over window_days', params: NameParams, querystring: WindowQuery } }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     await services.queryRuntime.events.flushBeforeRead();
     return collectionAnalytics(services.sql, collection, request.query.window_days);

@@ -71,7 +71,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     }
   });
 
-  app.get('/v1/collections/:name/documents', { config: { ...scope('document:read'), openapi: { response: DocumentList } }, schema: { tags, params: NameParams, querystring: ListQuery } }, async (request) => {
+  app.get('/v1/collections/:name/documents', { config: { ...scope('document:read'), openapi: { response: DocumentList } }, schema: { tags, summary: 'List documents with their status and progress (q, status, metadata filters, sort, order, paging)', params: NameParams, querystring: ListQuery } }, async (request) => {
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const query = { ...request.query, filter: metadataFilterParameter(request.query.filters), sort: request.query.sort ?? 'created_at', order: request.query.order ?? 'desc' } as const;
@@ -79,13 +79,13 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     return page(data.map((document) => serializeDocument(document, collection.name)), total, request.query);
   });
 
-  app.get('/v1/collections/:name/documents/:id', { config: { ...scope('document:read'), openapi: { response: DocumentView } }, schema: { tags, params: DocumentParams } }, async (request) => {
+  app.get('/v1/collections/:name/documents/:id', { config: { ...scope('document:read'), openapi: { response: DocumentView } }, schema: { tags, summary: 'One document with its status and progress; a failure names its stage', params: DocumentParams } }, async (request) => {
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     return serializeDocument(await getDocument(em, collection, request.params.id), collection.name);
   });
 
-  app.delete('/v1/collections/:name/documents/:id', { config: scope('document:delete'), schema: { tags, params: DocumentParams } }, async (request, reply) => {
+  app.delete('/v1/collections/:name/documents/:id', { config: scope('document:delete'), schema: { tags, summary: 'Delete a document with its chunks and vectors', params: DocumentParams } }, async (request, reply) => {
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);
@@ -93,7 +93,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     return reply.code(204).send();
   });
 
-  app.get('/v1/collections/:name/documents/:id/chunks', { config: { ...scope('document:read'), openapi: { response: ChunkList } }, schema: { tags, params: DocumentParams, querystring: PageQuery } }, async (request) => {
+  app.get('/v1/collections/:name/documents/:id/chunks', { config: { ...scope('document:read'), openapi: { response: ChunkList } }, schema: { tags, summary: 'The chunks of the document in order, with text and metadata (heading path)', params: DocumentParams, querystring: PageQuery } }, async (request) => {
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);
@@ -105,7 +105,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     return page(rows.map((row) => ({ ...row, document_id: document.id, collection: collection.name })), Number(count?.total ?? 0), request.query);
   });
 
-  app.get('/v1/collections/:name/documents/:id/elements', { config: { ...scope('document:read'), openapi: { response: ElementList } }, schema: { tags, params: DocumentParams, querystring: PageQuery } }, async (request) => {
+  app.get('/v1/collections/:name/documents/:id/elements', { config: { ...scope('document:read'), openapi: { response: ElementList } }, schema: { tags, summary: 'The parsed elements of the document in order (headings, paragraphs, lists, tables, code...)', params: DocumentParams, querystring: PageQuery } }, async (request) => {
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);

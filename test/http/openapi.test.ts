@@ -45,6 +45,10 @@ for (const backend of testBackends()) {
       t.ok(doc.paths['/v1/admin/users/{id}']!.get && doc.paths['/v1/admin/users/{id}']!.patch && doc.paths['/v1/admin/users/{id}']!.delete);
       t.match(doc.components, { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } });
 
+      const unsummarised = Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods as Record<string, { summary?: string }>)
+        .filter(([, operation]) => !operation.summary?.trim()).map(([method]) => `${method.toUpperCase()} ${path}`));
+      t.strictSame(unsummarised, [], 'every operation has a summary');
+
       const again = await app.inject({ method: 'GET', url: '/docs/json' });
       t.strictSame(again.json(), doc, 'stable across calls');
     });
