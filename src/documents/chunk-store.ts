@@ -152,6 +152,16 @@ export async function deleteChunksByKey(sql: SqlRunner, keys: number[]): Promise
   await sql('delete from chunks where key = any(?::bigint[])', [keys]);
 }
 
+/** A page of a document's chunks in order, and how many it has. */
+export async function listDocumentChunks(sql: SqlRunner, documentId: string, page: { limit: number; offset: number }) {
+  const rows = await sql<{ id: string; chunk_index: number; text: string; metadata: Record<string, unknown> }>(
+    'select id, chunk_index, text, metadata from chunks where document_id = ? order by chunk_index limit ? offset ?',
+    [documentId, page.limit, page.offset],
+  );
+  const [count] = await sql<{ total: string | number }>('select count(*) as total from chunks where document_id = ?', [documentId]);
+  return { rows, total: Number(count?.total ?? 0) };
+}
+
 export async function fetchChunksByKey(sql: SqlRunner, keys: number[]): Promise<Map<number, StoredChunk>> {
   if (keys.length === 0) return new Map();
   const rows = await sql<StoredChunk & { key: string | number }>(

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { assertCollectionAccess } from '../auth/actor.js';
 import { findCollection } from '../collections/collections.service.js';
 import { NameParams } from '../collections/collections.routes.js';
-import { Collection, Document, DOCUMENT_STATUSES } from '../db/entities/index.js';
-import { BadRequestError, NotFoundError } from '../errors.js';
+import { DOCUMENT_STATUSES } from '../db/entities/index.js';
+import { BadRequestError } from '../errors.js';
 import { requireActor } from '../http/authenticate.js';
 import { page, PageQuery } from '../http/pagination.js';
 import type { MetadataFilter } from '../search/filters/filter-types.js';
@@ -15,8 +14,9 @@ import { isRefused, receiveMultipartFiles, removeReceived } from '../uploads/mul
 import { SingleUploadForm } from '../uploads/upload-forms.js';
 import { admitFiles, intakeRuntime, parseIntakeFields, serializeAdmitted } from './document-intake.js';
 import { removeDocument, removalRuntime } from './document-removal.js';
-import { DOCUMENT_SORT_FIELDS, getDocument, listDocuments, serializeDocument } from './documents.service.js';
-import { ELEMENT_COLUMNS, openElementContent, serializeElement, type ElementRow } from './element-content.js';
+import { listDocumentChunks } from './chunk-store.js';
+import { DOCUMENT_SORT_FIELDS, findDocumentInAnyCollection, getDocument, listDocuments, serializeDocument } from './documents.service.js';
+import { listDocumentElements, openElementContent, serializeElement } from './element-content.js';
 import { reprocessCollection, reprocessDocument } from './reprocessing.js';
 import { literalUnion } from '../http/literal-union.js';
 import { AdmittedDocumentView, ChunkList, CollectionReprocessResult, DocumentList, DocumentView, ElementList } from './document-response-schemas.js';
@@ -97,24 +97,16 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);
-    const rows = await sql<{ id: string; chunk_index: number; text: string; metadata: Record<string, unknown> }>(
-      'select id, chunk_index, text, metadata from chunks where document_id = ? order by chunk_index limit ? offset ?',
-      [document.id, request.query.limit, request.query.offset],
-    );
-    const [count] = await sql<{ total: string | number }>('select count(*) as total from chunks where document_id = ?', [document.id]);
-    return page(rows.map((row) => ({ ...row, document_id: document.id, collection: collection.name })), Number(count?.total ?? 0), request.query);
+    const { rows, total } = await listDocumentChunks(sql, document.id, request.query);
+    return page(rows.map((row) => ({ ...row, document_id: document.id, collection: collection.name })), total, request.query);
   });
 
   app.get('/v1/collections/:name/documents/:id/elements', { config: { ...scope('document:read'), openapi: { response: ElementList } }, schema: { tags, summary: 'The parsed elements of the document in order (headings, paragraphs, lists, tables, code...)', params: DocumentParams, querystring: PageQuery } }, async (request) => {
     const em = db.fork();
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await getDocument(em, collection, request.params.id);
-    const rows = await sql<ElementRow>(
-      `select ${ELEMENT_COLUMNS} from document_elements where document_id = ? order by element_index limit ? offset ?`,
-      [document.id, request.query.limit, request.query.offset],
-    );
-    const [count] = await sql<{ total: string | number }>('select count(*) as total from document_elements where document_id = ?', [document.id]);
-    return page(rows.map((row) => serializeElement(row, collection.name, document.id)), Number(count?.total ?? 0), request.query);
+    const { rows, total } = await listDocumentElements(sql, document.id, request.query);
+    return page(rows.map((row) => serializeElement(row, collection.name, document.id)), total, request.query);
   });
 
   app.get('/v1/collections/:name/documents/:id/elements/:element_id/content', {
@@ -151,13 +143,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
     config: { ...scope('document:read'), openapi: { response: DocumentView } },
     schema: { tags, summary: 'Global document lookup; a pinned key only sees documents of its collection', params: Type.Object({ id: Type.String({ format: 'uuid' }) }) },
   }, async (request) => {
-    const em = db.fork();
-    const actor = requireActor(request);
-    const document = await em.findOne(Document, { id: request.params.id });
-    const collection = document ? await em.findOne(Collection, { id: document.collectionId }) : null;
-    if (!document || !collection) throw new NotFoundError(`Document ${request.params.id} not found`);
-    // The owning collection is resolved first, then the pin is enforced (spec 4.3).
-    assertCollectionAccess(actor, collection.name, collection);
+    const { document, collection } = await findDocumentInAnyCollection(db.fork(), requireActor(request), request.params.id);
     return serializeDocument(document, collection.name);
   });
 };

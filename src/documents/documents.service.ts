@@ -3,7 +3,8 @@ import { Transform, type Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import { writeIntoCollection } from '../collections/write-into-collection.js';
-import { Document, DOCUMENT_STATUSES, type CollectionRecord, type DocumentRecord, type DocumentStatus } from '../db/entities/index.js';
+import { assertCollectionAccess, type Actor } from '../auth/actor.js';
+import { Collection, Document, DOCUMENT_STATUSES, type CollectionRecord, type DocumentRecord, type DocumentStatus } from '../db/entities/index.js';
 import { NotFoundError, PayloadTooLargeError } from '../errors.js';
 import type { JobQueue } from '../ingestion/job-queue.js';
 import type { SqlRunner } from '../plugins.js';
@@ -218,6 +219,15 @@ export async function getDocument(em: EntityManager, collection: CollectionRecor
   const document = await em.findOne(Document, { id, collectionId: collection.id });
   if (!document) throw new NotFoundError(`Document ${id} not found in collection ${collection.name}`);
   return document;
+}
+
+/** A document by id alone (`GET /v1/documents/{id}`): its collection is found first, then a key's pin is enforced (spec 4.3). */
+export async function findDocumentInAnyCollection(em: EntityManager, actor: Actor, id: string): Promise<{ document: DocumentRecord; collection: CollectionRecord }> {
+  const document = await em.findOne(Document, { id });
+  const collection = document ? await em.findOne(Collection, { id: document.collectionId }) : null;
+  if (!document || !collection) throw new NotFoundError(`Document ${id} not found`);
+  assertCollectionAccess(actor, collection.name, collection);
+  return { document, collection };
 }
 
 export async function documentCountsByStatus(sql: SqlRunner, collectionId: string): Promise<Record<DocumentStatus, number>> {

@@ -43,6 +43,16 @@ export interface ElementRow {
 
 export const ELEMENT_COLUMNS = 'id, element_index, type, text, heading_path, page, metadata, storage_key, content_type, size_bytes, caption, caption_status, caption_error';
 
+/** A page of a document's elements in order, and how many it has. */
+export async function listDocumentElements(sql: SqlRunner, documentId: string, page: { limit: number; offset: number }) {
+  const rows = await sql<ElementRow>(
+    `select ${ELEMENT_COLUMNS} from document_elements where document_id = ? order by element_index limit ? offset ?`,
+    [documentId, page.limit, page.offset],
+  );
+  const [count] = await sql<{ total: string | number }>('select count(*) as total from document_elements where document_id = ?', [documentId]);
+  return { rows, total: Number(count?.total ?? 0) };
+}
+
 /** An element record; image elements add their picture's type, size and URL, and their caption or why there is none. */
 export function serializeElement(row: ElementRow, collectionName: string, documentId: string) {
   const { storage_key: storageKey, content_type: contentType, size_bytes: sizeBytes, caption, caption_status: captionStatus, caption_error: captionError, ...base } = row;

@@ -1,0 +1,42 @@
+import { DOCUMENT_STATUSES } from '../db/entities/index.js';
+import type { AppServices } from '../services.js';
+
+type InstanceStatsServices = Pick<AppServices, 'sql' | 'db' | 'jobs' | 'embeddingUsage' | 'embeddingCache' | 'settings' | 'indexes'>;
+
+/** `GET /v1/stats`: counts and storage over every collection, the ingestion queue and the embedding use. */
+export async function instanceStats(services: InstanceStatsServices) {
+  const { sql } = services;
+  type Counts = { collections: string | number; chunks: string | number; files: string | number; text: string | number; vectors: string | number; queries: string | number };
+  // Storage as collection stats and /v1/usage count it (files, chunk text, float32 vectors), where it was the files alone.
+  const [counts] = await sql<Counts>(
+    `select (select count(*) from collections) as collections, stored.chunks, stored.text, stored.vectors,
+            (select coalesce(sum(size_bytes), 0) from documents) as files,
+            (select count(*) from query_events where created_at > now() - interval '1 day') as queries
+     from (select count(*) as chunks, coalesce(sum(octet_length(k.text)), 0) as text, coalesce(sum(c.dimension::bigint * 4), 0) as vectors
+           from chunks k join collections c on c.id = k.collection_id) as stored`,
+  );
+  const storage = { files_bytes: Number(counts?.files ?? 0), chunk_text_bytes: Number(counts?.text ?? 0), vector_bytes: Number(counts?.vectors ?? 0) };
+  const byStatus = await sql<{ status: string; count: string | number }>('select status, count(*) as count from documents group by status');
+  const documentsByStatus = Object.fromEntries(DOCUMENT_STATUSES.map((status) => [status, 0])) as Record<string, number>;
+  for (const row of byStatus) documentsByStatus[row.status] = Number(row.count);
+  const pending = await services.jobs.pendingCount();
+  const embedding = {
+    ...await services.embeddingUsage.total(),
+    cache_enabled: await services.settings.get<boolean>('embedding_cache_enabled'),
+    cache_entries: await services.embeddingCache.size(),
+  };
+  return {
+    collections: Number(counts?.collections ?? 0),
+    documents: Object.values(documentsByStatus).reduce((sum, count) => sum + count, 0),
+    documents_by_status: documentsByStatus,
+    chunks: Number(counts?.chunks ?? 0),
+    storage_bytes: storage.files_bytes + storage.chunk_text_bytes + storage.vector_bytes,
+    storage,
+    queries_last_24h: Number(counts?.queries ?? 0),
+    ingestion_queue: pending,
+    database: services.db.kind,
+    vector_store: services.indexes.vectorStore.name,
+    keyword_index: services.indexes.keywordIndex.name,
+    embedding,
+  };
+}
