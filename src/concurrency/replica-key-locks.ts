@@ -22,6 +22,15 @@ export interface ReplicaKeyLocksOptions {
 interface Session {
   client: pg.Client;
   alive: boolean;
+  /** The last query sent: writers of different keys share the session, and pg wants one query at a time on a client. */
+  previous: Promise<unknown>;
+}
+
+/** Runs a statement on the session after the ones already sent (pg 8 queued them itself, with a deprecation warning; pg 9 refuses). */
+function sessionQuery<Row extends pg.QueryResultRow>(session: Session, text: string, values: unknown[]): Promise<pg.QueryResult<Row>> {
+  const result = session.previous.then(() => session.client.query<Row>(text, values));
+  session.previous = result.catch(() => undefined);
+  return result;
 }
 
 /**
@@ -77,8 +86,8 @@ export class ReplicaKeyLocks implements WriteLocks {
       const session = await this.connected();
       let rows: Array<{ id: string; locked: boolean }>;
       try {
-        ({ rows } = await session.client.query<{ id: string; locked: boolean }>(
-          'select id::text, pg_try_advisory_lock(id) as locked from unnest($1::bigint[]) as id', [ids],
+        ({ rows } = await sessionQuery<{ id: string; locked: boolean }>(
+          session, 'select id::text, pg_try_advisory_lock(id) as locked from unnest($1::bigint[]) as id', [ids],
         ));
       } catch (error) {
         // The session may have been closed while idle (a restart, a proxy's idle timeout): once, a
@@ -113,7 +122,7 @@ export class ReplicaKeyLocks implements WriteLocks {
   private async unlock(session: Session, ids: string[]): Promise<void> {
     // A session that ended holds nothing: PostgreSQL released its locks when it went.
     if (ids.length === 0 || !session.alive) return;
-    await session.client.query('select pg_advisory_unlock(id) from unnest($1::bigint[]) as id', [ids]);
+    await sessionQuery(session, 'select pg_advisory_unlock(id) from unnest($1::bigint[]) as id', [ids]);
   }
 
   private connected(): Promise<Session> {
@@ -128,7 +137,7 @@ export class ReplicaKeyLocks implements WriteLocks {
 
   private async connect(): Promise<Session> {
     const client = new pg.Client({ connectionString: this.databaseUrl, application_name: SESSION_NAME });
-    const session: Session = { client, alive: true };
+    const session: Session = { client, alive: true, previous: Promise.resolve() };
     client.on('error', (error) => {
       this.options.onSessionError(error);
       this.retire(session);

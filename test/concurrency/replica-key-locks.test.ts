@@ -12,6 +12,12 @@ import { advisoryLockId, ReplicaKeyLocks, SESSION_NAME } from '../../src/concurr
 
 const words = ['apple', 'banana', 'cherry', 'damson', 'elder', 'fig', 'grape', 'hazel'];
 
+// pg 8 warns once per process when a client is sent a query while another runs on it; pg 9 throws.
+const overlappingQueryWarnings: string[] = [];
+process.on('warning', (warning) => {
+  if (/already executing a query/.test(warning.message)) overlappingQueryWarnings.push(warning.message);
+});
+
 if (!process.env.TEST_DATABASE_URL) {
   t.pass('replicas need PostgreSQL (TEST_DATABASE_URL)');
 } else {
@@ -80,6 +86,15 @@ if (!process.env.TEST_DATABASE_URL) {
       t.equal((await waiting).statusCode, 200);
       const rows = await first.services.sql<{ id: string }>('select id from chunks where collection_id = ? order by id', [collection.id]);
       t.same(rows.map((row) => row.id), ['busy', 'free']);
+    });
+
+    await t.test('writes of many ids at once share the lock session one statement at a time', async (t) => {
+      await createTestCollection(first.app, admin, { name: 'parallel', dimension: 4 });
+      const answers = await Promise.all(Array.from({ length: 24 }, (_, index) => upsert(0, 'parallel', `id-${index}`, words[index % words.length]!, [1, index + 1, 2, 3])));
+      t.same(answers.map((response) => response.statusCode), answers.map(() => 200));
+      const [count] = await first.services.sql<{ count: string | number }>("select count(*) as count from chunks where collection_id = (select id from collections where name = 'parallel')");
+      t.equal(Number(count!.count), 24);
+      t.same(overlappingQueryWarnings, [], 'no query was sent to the lock session while another ran on it');
     });
 
     await t.test('a replica whose lock session was closed opens a new one', async (t) => {
