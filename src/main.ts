@@ -15,6 +15,7 @@ async function serve(): Promise<void> {
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.databaseUrl ? undefined : path.join(config.dataDir, 'db'),
+    logger,
   });
   logger.info({ database: db.kind, dataDir: config.dataDir }, 'database ready, migrations applied');
   const services = await createServices(config, db, logger);

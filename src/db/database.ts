@@ -5,7 +5,9 @@ import { vector } from '@electric-sql/pglite/vector';
 import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM, type EntityManager, type Options } from '@mikro-orm/postgresql';
 import { PGliteDriver, type PGliteConnectionConfig } from 'mikro-orm-pglite';
+import { inspect } from 'node:util';
 import pg from 'pg';
+import type { Logger } from 'pino';
 import { lockDataDirectory, type DataDirectoryLock } from './data-dir-lock.js';
 import { entities } from './entities/index.js';
 import { migrations } from './migrations/index.js';
@@ -22,6 +24,8 @@ export interface DatabaseOptions {
    */
   loadDataDir?: Blob | undefined;
   debug?: boolean;
+  /** Where the connection pool's own warnings go (a connection PostgreSQL ended, for one); without it, to stdout. */
+  logger?: Logger | undefined;
 }
 
 export const DATABASE_KINDS = ['pglite', 'postgresql'] as const;
@@ -33,6 +37,17 @@ export interface Database {
   fork(): EntityManager;
   ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * knex writes its pool's warnings ("Connection Error: Connection ended unexpectedly" when
+ * PostgreSQL restarts) as plain text with console.log, in between the service's JSON log lines,
+ * unless it is given functions to write them with.
+ */
+function poolLog(logger: Logger) {
+  const write = (level: 'debug' | 'warn' | 'error') => (message: unknown) =>
+    logger[level]({ component: 'database pool' }, typeof message === 'string' ? message : inspect(message));
+  return { debug: write('debug'), warn: write('warn'), error: write('error'), deprecate: write('warn') };
 }
 
 function commonOptions(): Partial<Options> {
@@ -129,7 +144,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         ...commonOptions(),
         clientUrl: options.databaseUrl,
         pool: { min: 0, max: 10 },
-        driverOptions: { connection: { options: Object.entries(vectorSearchSessionSettings).map(([name, value]) => `-c ${name}=${value}`).join(' ') } },
+        driverOptions: {
+          connection: { options: Object.entries(vectorSearchSessionSettings).map(([name, value]) => `-c ${name}=${value}`).join(' ') },
+          ...(options.logger ? { log: poolLog(options.logger) } : {}),
+        },
         debug: options.debug ?? false,
       });
     } else {
@@ -139,7 +157,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         ...commonOptions(),
         driver: PGliteDriver,
         dbName: 'postgres',
-        driverOptions: { connection: { pglite: () => instance } satisfies PGliteConnectionConfig },
+        driverOptions: { connection: { pglite: () => instance } satisfies PGliteConnectionConfig, ...(options.logger ? { log: poolLog(options.logger) } : {}) },
         debug: options.debug ?? false,
       } as unknown as Options);
     }

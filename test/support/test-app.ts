@@ -84,9 +84,9 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     ...overrides,
     databaseUrl,
   };
-  const db = options.database ?? await openDatabase({ databaseUrl, loadDataDir: databaseUrl ? undefined : await migratedEmbeddedArchive() });
   // The server's own logger (redaction, error serializer), so what tests read of logs is what operators get.
   const logger = createLogger(options.logStream ? 'trace' : process.env.TEST_LOG_LEVEL ?? 'silent', options.logStream);
+  const db = options.database ?? await openDatabase({ databaseUrl, loadDataDir: databaseUrl ? undefined : await migratedEmbeddedArchive(), logger });
   const services = await createServices(config, db, logger);
   const app = await buildApp({ services, logger });
   await app.ready();
