@@ -39,6 +39,31 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** PostgreSQL could not be reached or refused the service's login: the start stops with this message alone. */
+export class DatabaseUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DatabaseUnavailableError';
+    this.stack = `${this.name}: ${this.message}`;
+  }
+}
+
+/**
+ * Whether opening failed at the connection: a network error (ECONNREFUSED, ENOTFOUND...), or
+ * PostgreSQL refusing the login (SQLSTATE class 28), the database (3D000), its creation (42501,
+ * MikroORM creates a missing database), or any connection at all (53300 too many, 57P03 starting up).
+ */
+function isConnectionFailure(error: unknown): error is Error {
+  const code = (error as { code?: unknown } | null)?.code;
+  return error instanceof Error && typeof code === 'string' && /^(E[A-Z]+|28...|3D000|42501|53300|57P03)$/.test(code);
+}
+
+/** Where DATABASE_URL points, without its user and password. */
+function describeDatabaseUrl(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  return `${url.hostname}:${url.port || '5432'}, database ${decodeURIComponent(url.pathname.slice(1))}`;
+}
+
 /**
  * knex writes its pool's warnings ("Connection Error: Connection ended unexpectedly" when
  * PostgreSQL restarts) as plain text with console.log, in between the service's JSON log lines,
@@ -171,6 +196,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     }
   } catch (error) {
     await closeAfterFailedOpen(orm, pglite, lock);
+    if (options.databaseUrl && isConnectionFailure(error)) {
+      const reason = error.message || (error as { code?: string }).code;
+      throw new DatabaseUnavailableError(`could not open PostgreSQL at ${describeDatabaseUrl(options.databaseUrl)} (DATABASE_URL): ${reason}`);
+    }
     throw error;
   }
   return databaseHandle(orm, pglite, lock);

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { freePort } from '../support/free-port.js';
 
 function refusalOf(env: Record<string, string>): unknown {
   try {
@@ -40,19 +41,51 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
   t.match(loadConfig({ INDEX_WARM_UP: 'false' }), { warmUpIndexes: false });
 });
 
-t.test('the process exits at once with the message, before creating its data directory', async (t) => {
-  const parent = await mkdtemp(path.join(os.tmpdir(), 'rs-config-'));
-  t.teardown(() => rm(parent, { recursive: true, force: true }));
+/** Starts the service with `env` over the test's environment and waits for it to exit. */
+async function failedStart(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...inherited, PORT: '70000', DATA_DIR: path.join(parent, 'data'), DATABASE_URL: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, output };
+}
+
+const STACK_FRAME = /\n\s+at /;
+
+t.test('the process exits at once with the message, before creating its data directory', async (t) => {
+  const parent = await mkdtemp(path.join(os.tmpdir(), 'rs-config-'));
+  t.teardown(() => rm(parent, { recursive: true, force: true }));
+  const { code, output } = await failedStart({ PORT: '70000', DATA_DIR: path.join(parent, 'data'), DATABASE_URL: '' });
   t.not(code, 0, 'a non-zero exit');
   t.match(output, /PORT must be an integer from 0 to 65535, got "70000"/);
+  t.notMatch(output, STACK_FRAME, 'the message alone, without a stack trace');
   t.same(await readdir(parent), [], 'no database was opened');
 });
+
+t.test('a PostgreSQL that cannot be reached stops the start with one line naming where DATABASE_URL points', async (t) => {
+  const parent = await mkdtemp(path.join(os.tmpdir(), 'rs-config-'));
+  t.teardown(() => rm(parent, { recursive: true, force: true }));
+  const port = await freePort();
+  const { code, output } = await failedStart({ DATABASE_URL: `postgresql://app:hunter2@127.0.0.1:${port}/retrieval`, DATA_DIR: path.join(parent, 'data') });
+  t.equal(code, 1);
+  t.match(output, `failed to start: DatabaseUnavailableError: could not open PostgreSQL at 127.0.0.1:${port}, database retrieval (DATABASE_URL): connect ECONNREFUSED`);
+  t.notMatch(output, STACK_FRAME, 'without a stack trace');
+  t.notMatch(output, 'hunter2', 'nor the password');
+});
+
+if (process.env.TEST_DATABASE_URL) {
+  t.test('a login PostgreSQL refuses stops the start with its reason', async (t) => {
+    const parent = await mkdtemp(path.join(os.tmpdir(), 'rs-config-'));
+    t.teardown(() => rm(parent, { recursive: true, force: true }));
+    const url = new URL(process.env.TEST_DATABASE_URL!);
+    url.username = 'no_such_role_for_the_service';
+    url.password = 'hunter2';
+    const { code, output } = await failedStart({ DATABASE_URL: url.toString(), DATA_DIR: path.join(parent, 'data') });
+    t.equal(code, 1);
+    t.match(output, /could not open PostgreSQL at .+ \(DATABASE_URL\): role "no_such_role_for_the_service" does not exist/);
+    t.notMatch(output, STACK_FRAME);
+    t.notMatch(output, 'hunter2');
+  });
+}
