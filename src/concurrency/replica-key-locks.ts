@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { DatabaseConnectionError, isLostConnection } from '../db/connection-failures.js';
 import { ServiceUnavailableError } from '../errors.js';
 import { KeyedSerializer, type WriteLocks } from './keyed-serializer.js';
 
@@ -83,7 +84,9 @@ export class ReplicaKeyLocks implements WriteLocks {
     const deadline = performance.now() + this.options.waitMs;
     let reconnected = false;
     for (let attempt = 0; ; attempt++) {
-      const session = await this.connected();
+      const session = await this.connected().catch((error: unknown) => {
+        throw isLostConnection(error) ? new DatabaseConnectionError(error) : error;
+      });
       let rows: Array<{ id: string; locked: boolean }>;
       try {
         ({ rows } = await sessionQuery<{ id: string; locked: boolean }>(
@@ -93,7 +96,7 @@ export class ReplicaKeyLocks implements WriteLocks {
         // The session may have been closed while idle (a restart, a proxy's idle timeout): once, a
         // new one is tried; it held no locks of this write.
         this.retire(session);
-        if (reconnected) throw error;
+        if (reconnected) throw isLostConnection(error) ? new DatabaseConnectionError(error) : error;
         reconnected = true;
         continue;
       }

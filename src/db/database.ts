@@ -8,6 +8,7 @@ import { PGliteDriver, type PGliteConnectionConfig } from 'mikro-orm-pglite';
 import { inspect } from 'node:util';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { failedAtTheConnection } from './connection-failures.js';
 import { lockDataDirectory, type DataDirectoryLock } from './data-dir-lock.js';
 import { entities } from './entities/index.js';
 import { migrations } from './migrations/index.js';
@@ -49,13 +50,11 @@ export class DatabaseUnavailableError extends Error {
 }
 
 /**
- * Whether opening failed at the connection: a network error (ECONNREFUSED, ENOTFOUND...), or
- * PostgreSQL refusing the login (SQLSTATE class 28), the database (3D000), its creation (42501,
- * MikroORM creates a missing database), or any connection at all (53300 too many, 57P03 starting up).
+ * Whether opening failed at the connection (failedAtTheConnection), or at creating the missing
+ * database (MikroORM creates it) without the privilege to (42501).
  */
-function isConnectionFailure(error: unknown): error is Error {
-  const code = (error as { code?: unknown } | null)?.code;
-  return error instanceof Error && typeof code === 'string' && /^(E[A-Z]+|28...|3D000|42501|53300|57P03)$/.test(code);
+function couldNotOpen(error: unknown): error is Error {
+  return error instanceof Error && (failedAtTheConnection(error) || (error as { code?: unknown }).code === '42501');
 }
 
 /** Where DATABASE_URL points, without its user and password. */
@@ -196,7 +195,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     }
   } catch (error) {
     await closeAfterFailedOpen(orm, pglite, lock);
-    if (options.databaseUrl && isConnectionFailure(error)) {
+    if (options.databaseUrl && couldNotOpen(error)) {
       const reason = error.message || (error as { code?: string }).code;
       throw new DatabaseUnavailableError(`could not open PostgreSQL at ${describeDatabaseUrl(options.databaseUrl)} (DATABASE_URL): ${reason}`);
     }

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { isDatabaseUnavailable } from '../db/connection-failures.js';
 import { AppError } from '../errors.js';
 import { AllowedMethods } from './allowed-methods.js';
 import { readsMultipart } from './json-body.js';
@@ -17,6 +18,9 @@ const FASTIFY_CODES_TO_STATUS: Record<string, number> = {
  * that hung up, a cut request) carry no code, only this message.
  */
 const TRUNCATED_MULTIPART = /unexpected end of (multipart data|form)/i;
+
+/** What a 503 for an unreachable database asks clients to wait: about a PostgreSQL restart or failover. */
+const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 function pathOf(request: FastifyRequest): string {
   return request.url.split('?')[0] ?? request.url;
@@ -37,7 +41,8 @@ function methodNotAllowed(reply: FastifyReply, method: string, path: string, all
 /**
  * Maps every failure to `{detail}` (api-contract 1): typed service errors, schema validation,
  * Fastify's own body errors, unknown routes (404) and known paths with the wrong method (405).
- * Anything else is a 500 that is logged with its request id and never leaks a stack.
+ * A database that cannot be reached is a 503 with Retry-After. Anything else is a 500 that is
+ * logged with its request id and never leaks a stack.
  */
 export const errorHandler = fp(async (app: FastifyInstance) => {
   const allowedMethods = new AllowedMethods();
@@ -87,6 +92,12 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
     const status = (error.code && FASTIFY_CODES_TO_STATUS[error.code]) || error.statusCode;
     if (status && status >= 400 && status < 500) {
       return reply.code(status).send({ detail: error.message, code: error.code ?? 'bad_request' });
+    }
+    if (isDatabaseUnavailable(error)) {
+      // Nothing was wrong with the request: a client or a load balancer may try it again.
+      request.log.warn({ err: error }, 'request failed: the database is unavailable');
+      return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
+        .send({ detail: 'The database is unavailable (down, restarting or out of connections); try again shortly', code: 'database_unavailable', request_id: request.id });
     }
     request.log.error({ err: error }, 'request failed');
     return reply.code(500).send({ detail: 'Internal server error', code: 'internal_error', request_id: request.id });

@@ -55,7 +55,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   415: 'Unsupported media type',
   422: 'The Idempotency-Key was used before for a different request',
   502: 'The embedding or reranking provider failed or could not be reached (its message in `detail`, keys redacted)',
-  503: 'Not ready: the database does not answer',
+  503: 'Unavailable for now: the database does not answer (down, restarting, out of connections; `Retry-After` says when to try again), the service is stopping, or another replica holds the same write',
 };
 
 /** Every error body (api-contract 1). */
@@ -83,6 +83,8 @@ function impliedErrors(method: string, route: RouteOptions): number[] {
   if (!open && mutating) errors.push(409, 422);
   // A body may exceed the limit or be of a type no parser reads.
   if (mutating && method !== 'DELETE') errors.push(413, 415);
+  // error-handler.ts: the database could not be reached. Liveness alone never asks it.
+  if (route.url !== '/health') errors.push(503);
   return errors;
 }
 

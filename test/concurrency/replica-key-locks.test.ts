@@ -9,6 +9,8 @@ import pg from 'pg';
 import { assertError } from '../support/assertions.js';
 import { buildTestApp, createTestCollection, multipartUpload, setupAdmin, waitForIngestion, type TestApp } from '../support/test-app.js';
 import { advisoryLockId, ReplicaKeyLocks, SESSION_NAME } from '../../src/concurrency/replica-key-locks.js';
+import { DatabaseConnectionError, isDatabaseUnavailable } from '../../src/db/connection-failures.js';
+import { freePort } from '../support/free-port.js';
 
 const words = ['apple', 'banana', 'cherry', 'damson', 'elder', 'fig', 'grape', 'hazel'];
 
@@ -16,6 +18,17 @@ const words = ['apple', 'banana', 'cherry', 'damson', 'elder', 'fig', 'grape', '
 const overlappingQueryWarnings: string[] = [];
 process.on('warning', (warning) => {
   if (/already executing a query/.test(warning.message)) overlappingQueryWarnings.push(warning.message);
+});
+
+t.test('a lock session that cannot connect fails the write as the database being unavailable (503), not as an internal error', async (t) => {
+  const locks = new ReplicaKeyLocks(`postgresql://app@127.0.0.1:${await freePort()}/retrieval`, { waitMs: 200, onSessionError: () => undefined });
+  t.teardown(() => locks.close());
+  let ran = false;
+  const failure = await locks.run(['a key'], async () => { ran = true; }).catch((error: unknown) => error);
+  t.type(failure, DatabaseConnectionError);
+  t.match((failure as Error).message, /ECONNREFUSED/);
+  t.ok(isDatabaseUnavailable(failure), 'which the error handler answers with 503 and Retry-After');
+  t.equal(ran, false, 'the write did not run');
 });
 
 if (!process.env.TEST_DATABASE_URL) {

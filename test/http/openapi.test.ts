@@ -48,6 +48,10 @@ for (const backend of testBackends()) {
       const unsummarised = Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods as Record<string, { summary?: string }>)
         .filter(([, operation]) => !operation.summary?.trim()).map(([method]) => `${method.toUpperCase()} ${path}`));
       t.strictSame(unsummarised, [], 'every operation has a summary');
+      const documents503 = Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods as Record<string, { responses: Record<string, unknown> }>)
+        .filter(([, operation]) => '503' in operation.responses).map(([method]) => `${method.toUpperCase()} ${path}`));
+      t.strictSame(documents503.length, Object.values(doc.paths).flatMap((methods) => Object.keys(methods)).length - 1, 'every operation but liveness documents 503 (the database unavailable)');
+      t.notOk('503' in (doc.paths['/health']!.get as { responses: Record<string, unknown> }).responses, 'liveness never asks the database');
 
       const again = await app.inject({ method: 'GET', url: '/docs/json' });
       t.strictSame(again.json(), doc, 'stable across calls');

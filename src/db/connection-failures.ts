@@ -1,0 +1,44 @@
+import { DriverException } from '@mikro-orm/core';
+
+/** Network errors of a connection to PostgreSQL. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
+
+/**
+ * SQLSTATEs that say the server or the connection failed, not the statement: connection
+ * exceptions (class 08), a login refused (class 28), the database gone (3D000), too many
+ * connections (53300), and the server shutting down or starting up (57P01-57P03).
+ */
+const SERVER_STATES = /^(08...|28...|3D000|53300|57P0[123])$/;
+
+/** Whether an error's code says the connection to PostgreSQL failed (unreachable, refused, ended). */
+export function failedAtTheConnection(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return error instanceof Error && typeof code === 'string' && (NETWORK_CODES.has(code) || SERVER_STATES.test(code));
+}
+
+/** pg's words for a connection that ended under a statement, and knex's for a pool with none free in time. */
+const LOST_CONNECTION = /Connection terminated unexpectedly|Timeout acquiring a connection/;
+
+/** A connection of the service's own to PostgreSQL, outside MikroORM's pool (the write-lock session), failed. */
+export class DatabaseConnectionError extends Error {
+  constructor(cause: Error) {
+    super(cause.message, { cause });
+    this.name = 'DatabaseConnectionError';
+  }
+}
+
+/** Whether `error`, from a pg client of the service's own, is its connection failing; such errors are wrapped as DatabaseConnectionError. */
+export function isLostConnection(error: unknown): error is Error {
+  return error instanceof Error && (failedAtTheConnection(error) || LOST_CONNECTION.test(error.message));
+}
+
+/**
+ * A statement that failed because the database could not be reached, not because of the
+ * statement: PostgreSQL down or restarting, its connections ended, or none free in the pool in
+ * time. Only MikroORM's driver errors and DatabaseConnectionError count, so that a file store's
+ * ECONNREFUSED is not taken for the database's.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (error instanceof DatabaseConnectionError) return true;
+  return error instanceof DriverException && isLostConnection(error);
+}

@@ -1,0 +1,64 @@
+/**
+ * PostgreSQL going away while the service runs: requests are answered 503 with Retry-After (a
+ * client or load balancer may retry; nothing was wrong with the request) instead of 500, nothing
+ * is half-written, and everything works again once the database is back. The database is reached
+ * through a TCP proxy the test can cut, as a server that went down refuses connections.
+ */
+import t from 'tap';
+import { assertError } from '../support/assertions.js';
+import { logLines } from '../support/log-lines.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
+import { buildTestApp, createTestCollection, multipartUpload, scratchDatabaseUrl, setupAdmin } from '../support/test-app.js';
+
+if (!process.env.TEST_DATABASE_URL) {
+  t.pass('a database that goes away needs PostgreSQL (TEST_DATABASE_URL)');
+} else {
+  t.test('postgresql: the database goes away and comes back', async (t) => {
+    const direct = new URL(await scratchDatabaseUrl(t));
+    const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    t.teardown(() => proxy.close());
+    const proxied = new URL(direct);
+    proxied.hostname = '127.0.0.1';
+    proxied.port = String(proxy.port);
+    const { lines, stream: logStream } = logLines();
+    const ctx = await buildTestApp('postgresql', {}, { replicaOf: proxied.toString(), logStream });
+    t.teardown(() => ctx.close());
+    const { app } = ctx;
+    const admin = { cookie: await setupAdmin(app) };
+    await createTestCollection(app, admin, { name: 'harbour', dimension: 4 });
+    const upsert = (id: string) => app.inject({
+      method: 'POST', url: '/v1/collections/harbour/vectors/upsert', headers: admin,
+      payload: { vectors: [{ id, embedding: [1, 2, 3, 4], text: `lighthouse ${id}` }] },
+    });
+    const query = () => app.inject({ method: 'POST', url: '/v1/collections/harbour/query', headers: admin, payload: { query: 'lighthouse', search_mode: 'keyword', skip_cache: true } });
+    t.equal((await upsert('before')).statusCode, 200);
+
+    await proxy.cut();
+    const upload = multipartUpload([{ filename: 'tides.txt', content: 'Tide tables for the lighthouse.', contentType: 'text/plain' }]);
+    const answers = {
+      query: await query(),
+      list: await app.inject({ url: '/v1/collections', headers: admin }),
+      upsert: await upsert('during'),
+      upload: await app.inject({ method: 'POST', url: '/v1/collections/harbour/documents', headers: { ...admin, ...upload.headers }, payload: upload.payload }),
+    };
+    for (const [name, response] of Object.entries(answers)) {
+      assertError(t, response, 503, /^The database is unavailable/, name);
+      t.equal(response.json().code, 'database_unavailable', `${name}: a code clients can act on`);
+      t.equal(response.headers['retry-after'], '5', `${name}: and when to try again`);
+    }
+    t.equal((await app.inject({ url: '/health/ready' })).statusCode, 503, 'readiness says so too');
+    t.equal((await app.inject({ url: '/health' })).statusCode, 200, 'liveness does not');
+
+    await proxy.restore();
+    const after = await query();
+    t.equal(after.statusCode, 200, 'queries work again once the database is back');
+    t.same(after.json().results.map((result: { id: string }) => result.id), ['before'], 'the upsert made while it was away wrote nothing');
+    const documents = await app.inject({ url: '/v1/collections/harbour/documents', headers: admin });
+    t.equal(documents.json().total, 0, 'nor did the upload');
+    t.equal((await upsert('after')).statusCode, 200, 'writes work again');
+
+    const requestFailures = lines.filter((line) => /^request failed/.test(line.msg ?? ''));
+    t.ok(requestFailures.length >= 4, 'each failed request is logged');
+    t.ok(requestFailures.every((line) => line.level === 40 && line.msg === 'request failed: the database is unavailable'), 'as a warning saying why, not as an internal error');
+  });
+}
