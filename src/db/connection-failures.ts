@@ -19,15 +19,19 @@ export function failedAtTheConnection(error: unknown): boolean {
 /** pg's words for a connection that ended under a statement, and knex's for a pool with none free in time. */
 const LOST_CONNECTION = /Connection terminated unexpectedly|Timeout acquiring a connection/;
 
-/** A connection of the service's own to PostgreSQL, outside MikroORM's pool (the write-lock session), failed. */
+/** A statement outside MikroORM's entity manager (the SQL runner, the write-lock session) lost or could not get its connection. */
 export class DatabaseConnectionError extends Error {
-  constructor(cause: Error) {
-    super(cause.message, { cause });
+  readonly code: unknown;
+
+  constructor(failure: Error) {
+    // Not as `cause`: the log's error serializer would repeat the same message after it.
+    super(failure.message);
     this.name = 'DatabaseConnectionError';
+    this.code = (failure as { code?: unknown }).code;
   }
 }
 
-/** Whether `error`, from a pg client of the service's own, is its connection failing; such errors are wrapped as DatabaseConnectionError. */
+/** Whether `error`, from knex or a pg client, is its connection failing; such errors are wrapped as DatabaseConnectionError. */
 export function isLostConnection(error: unknown): error is Error {
   return error instanceof Error && (failedAtTheConnection(error) || LOST_CONNECTION.test(error.message));
 }

@@ -1,4 +1,5 @@
 import { chunkElementsSharingText, type ElementChunk } from '../chunking/chunk-elements.js';
+import { isDatabaseUnavailable } from '../db/connection-failures.js';
 import type { CollectionRecord, DocumentProgress } from '../db/entities/index.js';
 import { storableText } from '../db/storable-values.js';
 import { deleteChunksByKey, insertChunks } from '../documents/chunk-store.js';
@@ -28,9 +29,12 @@ export interface IngestionRuntime {
   storeElementImages(collection: CollectionRecord, documentId: string, elements: DocumentElement[]): Promise<StoredElementImages>;
 }
 
-/** A failure that names the stage it happened in; `retryable` failures are worth another attempt. */
+/**
+ * A failure that names the stage it happened in; `retryable` failures are worth another attempt.
+ * `databaseUnavailable`: the database could not be reached, nothing is wrong with the document.
+ */
 export class IngestionError extends Error {
-  constructor(readonly stage: string, message: string, readonly retryable: boolean) {
+  constructor(readonly stage: string, message: string, readonly retryable: boolean, readonly databaseUnavailable = false) {
     super(message);
   }
 }
@@ -76,7 +80,7 @@ function isDataException(error: unknown): boolean {
 
 function asIngestionError(stage: string, error: unknown, retryable: boolean): IngestionError {
   if (error instanceof IngestionError) return error;
-  return new IngestionError(stage, conciseMessage(error), retryable);
+  return new IngestionError(stage, conciseMessage(error), retryable, isDatabaseUnavailable(error));
 }
 
 async function writeProgress(sql: SqlRunner, updates: Array<{ id: string; progress: DocumentProgress }>): Promise<void> {

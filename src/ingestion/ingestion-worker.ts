@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { SqlRunner } from '../plugins.js';
 import { IngestionError, ingestDocuments, type IngestionRuntime } from './ingest-document.js';
-import { ABANDONED_BEFORE_LAST_ATTEMPT, ABANDONED_ON_LAST_ATTEMPT, isLastAttempt, type Job, type JobQueue } from './job-queue.js';
+import { isDatabaseUnavailable } from '../db/connection-failures.js';
+import { ABANDONED_BEFORE_LAST_ATTEMPT, ABANDONED_ON_LAST_ATTEMPT, isLastAttempt, RELEASED_AFTER_DATABASE_OUTAGE, type Job, type JobQueue } from './job-queue.js';
 import { takeBackWrittenParts } from './written-parts.js';
 
 const IDLE_POLL_MS = 1000;
@@ -17,6 +18,9 @@ const CLAIM_BATCH = 64;
  * the 25 s after which the process exits anyway (main.ts), leaving time to close the rest.
  */
 const STOP_WAIT_MS = 15_000;
+/** Pauses between tries to hand jobs back while the database is away: doubling from the first to the last. */
+const DATABASE_RETRY_FIRST_MS = 250;
+const DATABASE_RETRY_LAST_MS = 5000;
 
 /**
  * In-process workers that claim ingestion jobs from the durable queue. `concurrency` loops run at
@@ -77,7 +81,7 @@ export class IngestionWorker {
    * every chunk written before it (2,786 of a large file), found by every query.
    */
   private async takeOverAbandoned(all: boolean): Promise<void> {
-    const jobs = await this.queue.takeOverAbandoned(all);
+    const jobs = await this.queue.takeOverAbandoned(all, [...this.held, ...this.takingOver]);
     if (jobs.length === 0) return;
     for (const job of jobs) this.takingOver.add(job.id);
     try {
@@ -123,14 +127,14 @@ export class IngestionWorker {
     for (const wake of this.sleepers) wake();
   }
 
-  private async idle(): Promise<void> {
+  private async idle(ms = IDLE_POLL_MS): Promise<void> {
     await new Promise<void>((resolve) => {
       const wake = () => {
         clearTimeout(timer);
         this.sleepers.delete(wake);
         resolve();
       };
-      const timer = setTimeout(wake, IDLE_POLL_MS);
+      const timer = setTimeout(wake, ms);
       this.sleepers.add(wake);
     });
   }
@@ -166,13 +170,47 @@ export class IngestionWorker {
     try {
       const outcomes = await ingestDocuments(this.runtime, collectionId, [...jobByDocument.keys()], this.queue.workerId);
       const failed = outcomes.filter((outcome) => outcome.status === 'failed');
+      const waitingForDatabase = failed.filter((outcome) => outcome.error!.databaseUnavailable).map((outcome) => jobByDocument.get(outcome.documentId)!);
       await this.queue.complete(jobs.filter((job) => !failed.some((outcome) => outcome.documentId === job.document_id)).map((job) => job.id));
-      await this.recordFailures(failed.map((outcome) => ({ job: jobByDocument.get(outcome.documentId)!, failure: outcome.error! })));
+      await this.recordFailures(failed.filter((outcome) => !outcome.error!.databaseUnavailable).map((outcome) => ({ job: jobByDocument.get(outcome.documentId)!, failure: outcome.error! })));
+      await this.handBackWhenDatabaseAnswers(waitingForDatabase);
     } catch (error) {
+      if (isDatabaseUnavailable(error) || (error instanceof IngestionError && error.databaseUnavailable)) {
+        await this.handBackWhenDatabaseAnswers(jobs);
+        return;
+      }
       const failure = error instanceof IngestionError ? error : new IngestionError('processing', error instanceof Error ? error.message : String(error), true);
       await this.recordFailures(jobs.map((job) => ({ job, failure })));
     } finally {
       for (const job of jobs) this.held.delete(job.id);
+    }
+  }
+
+  /**
+   * The database went away under these jobs; nothing is wrong with their documents. They stay held
+   * (their heartbeats resume with the database) and are handed back to the queue as soon as it
+   * answers, their attempt not counted. Recorded as failures, they used up attempts, and since
+   * that record could not be written either, they waited out their lease to be taken over as the
+   * jobs of a crashed process, their documents saying "out of memory, killed or crashed". What the
+   * attempt wrote stays until the next run replaces it. A stop meanwhile ends the wait.
+   */
+  private async handBackWhenDatabaseAnswers(jobs: Job[]): Promise<void> {
+    if (jobs.length === 0) return;
+    const jobIds = jobs.map((job) => job.id);
+    this.logger.warn({ jobs: jobIds.length }, 'the database is unavailable: ingestion jobs wait for it, to be queued again once it answers');
+    for (let pause = DATABASE_RETRY_FIRST_MS; ; pause = Math.min(pause * 2, DATABASE_RETRY_LAST_MS)) {
+      try {
+        await this.queue.release(jobIds, RELEASED_AFTER_DATABASE_OUTAGE);
+        this.logger.info({ jobs: jobIds.length }, 'the database answers again: ingestion jobs that waited for it are queued again');
+        return;
+      } catch (error) {
+        if (!isDatabaseUnavailable(error)) {
+          this.logger.error({ err: error }, 'could not hand ingestion jobs back after the database was unavailable');
+          return;
+        }
+      }
+      if (!this.running) return;
+      await this.idle(pause);
     }
   }
 

@@ -16,6 +16,12 @@ export interface Job {
 /** How long a claimed job may go without a heartbeat before another worker may take it over (JOB_LEASE_S). */
 export const JOB_LEASE_MS = 60_000;
 
+/** Why a document whose job was handed back at a graceful stop waits for a worker. */
+export const RELEASED_AT_STOP = 'the process working on it was stopped';
+
+/** Why a document whose job was handed back after the database went away under it waits for a worker. */
+export const RELEASED_AFTER_DATABASE_OUTAGE = 'the database was unavailable while it was processed';
+
 /** Why a document waits for another attempt after its process stopped while working on it. */
 export const ABANDONED_BEFORE_LAST_ATTEMPT = 'the service stopped while this was being processed (out of memory, killed or crashed)';
 
@@ -90,9 +96,10 @@ export class JobQueue {
    * Hands jobs this process holds back to the queue, as they were before it claimed them (the
    * attempt is not counted, nor are they taken for abandoned), and their documents back to
    * pending: a graceful stop. Without it a stop during a long ingestion left them running until
-   * their lease lapsed or the next start, each time costing an attempt.
+   * their lease lapsed or the next start, each time costing an attempt. `reason` is what the
+   * documents' progress says they wait for a worker after.
    */
-  async release(jobIds: string[]): Promise<void> {
+  async release(jobIds: string[], reason = RELEASED_AT_STOP): Promise<void> {
     if (jobIds.length === 0) return;
     await this.sql(
       `with released as (
@@ -100,9 +107,9 @@ export class JobQueue {
          where id = any(?::uuid[]) and locked_by = ? and status = 'running'
          returning document_id)
        update documents set status = 'pending', updated_at = now(),
-         progress = jsonb_build_object('stage', 'queued', 'percent', 0, 'message', 'waiting for a worker (the process working on it was stopped)')
+         progress = jsonb_build_object('stage', 'queued', 'percent', 0, 'message', ?::text)
        where id in (select document_id from released) and status in ('pending', 'processing')`,
-      [jobIds, this.workerId],
+      [jobIds, this.workerId, `waiting for a worker (${reason})`],
     );
   }
 
@@ -135,16 +142,17 @@ export class JobQueue {
   /**
    * Takes over the jobs of a process that stopped while running them: every running job when
    * `all` (the embedded database has one process, so at start nothing else can be running), else
-   * those whose lease lapsed. They stay `running`, held by this process and counted as abandoned,
+   * those whose lease lapsed, except `ownJobIds`: this process's own, whose heartbeats could not
+   * reach the database for a while (it was away). They stay `running`, held by this process and counted as abandoned,
    * until settleAbandoned: queued again at once, one could be claimed (here or by another replica)
    * while what its stopped run wrote was still being taken back, and the new run's chunks went too.
    */
-  async takeOverAbandoned(all: boolean): Promise<Job[]> {
+  async takeOverAbandoned(all: boolean, ownJobIds: string[] = []): Promise<Job[]> {
     return this.sql<Job>(
       `update jobs set locked_by = ?, locked_at = now(), abandoned = abandoned + 1, updated_at = now()
-       where status = 'running'${all ? '' : " and locked_at < now() - (? || ' milliseconds')::interval"}
+       where status = 'running' and not (id = any(?::uuid[]))${all ? '' : " and locked_at < now() - (? || ' milliseconds')::interval"}
        returning id, kind, collection_id, document_id, payload, attempts, max_attempts`,
-      all ? [this.workerId] : [this.workerId, String(this.leaseMs)],
+      all ? [this.workerId, ownJobIds] : [this.workerId, ownJobIds, String(this.leaseMs)],
     );
   }
 

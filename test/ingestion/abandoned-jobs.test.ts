@@ -29,9 +29,15 @@ for (const backend of testBackends()) {
     };
 
     await t.test('jobs a stopped process left running are claimed one at a time', async (t) => {
-      t.equal((await services.jobs.claim(64)).length, 3, 'the stopped process had claimed the three together');
+      const claimed = await services.jobs.claim(64);
+      t.equal(claimed.length, 3, 'the stopped process had claimed the three together');
       await theProcessStops();
-      const takenOver = await services.jobs.takeOverAbandoned(backend === 'pglite');
+      const [own, ...rest] = claimed.map((job) => job.id);
+      const first = await services.jobs.takeOverAbandoned(backend === 'pglite', [own!]);
+      t.same(first.map((job) => job.id).sort(), rest.sort(), 'a job the taking process names as its own (waiting for the database) is left to it');
+      const second = await services.jobs.takeOverAbandoned(backend === 'pglite', rest);
+      t.same(second.map((job) => job.id), [own], 'and taken once it is not');
+      const takenOver = [...first, ...second];
       t.equal(takenOver.length, 3, 'taken over from the stopped process');
       t.match(await services.jobs.settleAbandoned(takenOver), { requeued: 3, failed: [] });
       for (const round of [1, 2, 3]) t.equal((await services.jobs.claim(64)).length, 1, `claim ${round}: one job`);
