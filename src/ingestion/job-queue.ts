@@ -143,8 +143,8 @@ export class JobQueue {
    * Takes over the jobs of a process that stopped while running them: every running job when
    * `all` (the embedded database has one process, so at start nothing else can be running), else
    * those whose lease lapsed, except `ownJobIds`: this process's own, whose heartbeats could not
-   * reach the database for a while (it was away). They stay `running`, held by this process and counted as abandoned,
-   * until settleAbandoned: queued again at once, one could be claimed (here or by another replica)
+   * reach the database for a while (it was away). They stay `running`, held by this process and
+   * counted as abandoned, until settleAbandoned: queued again at once, one could be claimed (here or by another replica)
    * while what its stopped run wrote was still being taken back, and the new run's chunks went too.
    */
   async takeOverAbandoned(all: boolean, ownJobIds: string[] = []): Promise<Job[]> {
