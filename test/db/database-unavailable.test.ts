@@ -5,10 +5,21 @@
  * through a TCP proxy the test can cut, as a server that went down refuses connections.
  */
 import t from 'tap';
+import { DatabaseUnavailableError, openDatabase } from '../../src/db/database.js';
 import { assertError } from '../support/assertions.js';
+import { freePort } from '../support/free-port.js';
 import { logLines } from '../support/log-lines.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
 import { buildTestApp, createTestCollection, multipartUpload, scratchDatabaseUrl, setupAdmin } from '../support/test-app.js';
+
+t.test('opening a PostgreSQL nothing answers for fails with where DATABASE_URL points and why, never its password', async (t) => {
+  const port = await freePort();
+  const failure = await openDatabase({ databaseUrl: `postgresql://app:hunter2@127.0.0.1:${port}/retrieval%20db` }).catch((error: unknown) => error);
+  t.type(failure, DatabaseUnavailableError);
+  t.match((failure as Error).message, new RegExp(`^could not open PostgreSQL at 127\\.0\\.0\\.1:${port}, database retrieval db \\(DATABASE_URL\\): connect ECONNREFUSED`));
+  t.notMatch((failure as Error).message, 'hunter2');
+  t.equal((failure as Error).stack, `DatabaseUnavailableError: ${(failure as Error).message}`, 'the message is the whole story: no stack to print');
+});
 
 if (!process.env.TEST_DATABASE_URL) {
   t.pass('a database that goes away needs PostgreSQL (TEST_DATABASE_URL)');
