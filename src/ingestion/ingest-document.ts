@@ -10,6 +10,7 @@ import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } 
 import type { KeywordIndex } from '../search/keyword/keyword-index.js';
 import { removeEntriesOfDeletedRows, removeFromIndexes } from '../search/search-indexes.js';
 import type { FileStore } from '../storage/file-store.js';
+import { FileStoreUnavailableError } from '../storage/s3-file-store.js';
 import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
 import { BatchProgress } from './batch-progress.js';
 import { detectParser } from './parser-selection.js';
@@ -95,14 +96,16 @@ async function writeProgress(sql: SqlRunner, updates: Array<{ id: string; progre
 
 /**
  * Starts reading a document's original: from its row when it was small, else from the file store.
- * The storage error would name a server path; the client only needs to know the file is gone.
+ * The storage error would name a server path; the client only needs to know the file is gone. A
+ * bucket that is unavailable fails the document for a retry instead: the file is not gone.
  * Awaited later (the next file is read while the current one is parsed), so a failure must not
  * count as unhandled meanwhile.
  */
 function readOriginal(runtime: IngestionRuntime, row: DocumentRow): Promise<Buffer> {
   if (row.original !== null) return Promise.resolve(Buffer.from(row.original, 'base64'));
   const reading = row.storage_key
-    ? runtime.files.read(row.storage_key).catch(() => {
+    ? runtime.files.read(row.storage_key).catch((error: unknown) => {
+      if (error instanceof FileStoreUnavailableError) throw new IngestionError('parsing', `could not read the original: ${error.message}`, true);
       throw new Error('the original file is missing or unreadable');
     })
     : Promise.reject(new Error('the original file is missing'));

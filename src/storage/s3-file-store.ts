@@ -4,6 +4,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Readable } from 'node:stream';
 import type { S3StoreConfig } from '../config.js';
+import { ServiceUnavailableError } from '../errors.js';
 import { assertSafeKey, type FileStore } from './file-store.js';
 
 /**
@@ -18,6 +19,26 @@ async function collect(body: unknown): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of body as AsyncIterable<Uint8Array>) chunks.push(Buffer.from(chunk));
   return Buffer.concat(chunks);
+}
+
+/** The bucket could not be reached, or answered with a server error: a 503 for a request, a failure worth retrying for ingestion. */
+export class FileStoreUnavailableError extends ServiceUnavailableError {
+  constructor(bucket: string, reason: string) {
+    super(`The file store (S3 bucket ${bucket}) is unavailable: ${reason}; try again shortly`);
+  }
+}
+
+/** Network errors of a request to the bucket (the SDK passes Node's on, with their code). */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
+
+/** `error` as FileStoreUnavailableError when the bucket was unreachable or failed (5xx); other errors (a missing object, a refused key) unchanged. */
+function unavailableOrAsIs(bucket: string, error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const code = (error as { code?: unknown }).code;
+  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  const unreachable = (typeof code === 'string' && NETWORK_CODES.has(code)) || error.name === 'TimeoutError';
+  if (!unreachable && !(status !== undefined && status >= 500)) return error;
+  return new FileStoreUnavailableError(bucket, error.message || String(code ?? status));
 }
 
 /**
@@ -52,6 +73,37 @@ export class S3FileStore implements FileStore {
   }
 
   async write(key: string, content: Readable | Buffer): Promise<void> {
+    await this.writeObject(key, content).catch(this.unavailable);
+  }
+
+  async read(key: string): Promise<Buffer> {
+    return collect(await this.openRead(key)).catch(this.unavailable);
+  }
+
+  async openRead(key: string): Promise<Readable> {
+    const answer = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) })).catch(this.unavailable);
+    return answer.Body instanceof Readable ? answer.Body : Readable.from(answer.Body as AsyncIterable<Uint8Array>);
+  }
+
+  async size(key: string): Promise<number> {
+    const answer = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) })).catch(this.unavailable);
+    return Number(answer.ContentLength ?? 0);
+  }
+
+  /** Deletes the object `key` and every object under `key/` (a collection's or a document's files). */
+  async remove(keyOrPrefix: string): Promise<void> {
+    await this.removeObjects(keyOrPrefix).catch(this.unavailable);
+  }
+
+  async close(): Promise<void> {
+    this.client.destroy();
+  }
+
+  private readonly unavailable = (error: unknown): never => {
+    throw unavailableOrAsIs(this.bucket, error);
+  };
+
+  private async writeObject(key: string, content: Readable | Buffer): Promise<void> {
     const objectKey = this.objectKey(key);
     // A Buffer iterates byte by byte: as one chunk it takes the same path as a stream's chunks.
     const source = Buffer.isBuffer(content) ? [content] : content;
@@ -91,22 +143,7 @@ export class S3FileStore implements FileStore {
     }
   }
 
-  async read(key: string): Promise<Buffer> {
-    return collect(await this.openRead(key));
-  }
-
-  async openRead(key: string): Promise<Readable> {
-    const answer = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
-    return answer.Body instanceof Readable ? answer.Body : Readable.from(answer.Body as AsyncIterable<Uint8Array>);
-  }
-
-  async size(key: string): Promise<number> {
-    const answer = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
-    return Number(answer.ContentLength ?? 0);
-  }
-
-  /** Deletes the object `key` and every object under `key/` (a collection's or a document's files). */
-  async remove(keyOrPrefix: string): Promise<void> {
+  private async removeObjects(keyOrPrefix: string): Promise<void> {
     const objectKey = this.objectKey(keyOrPrefix);
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
     let continuationToken: string | undefined;
@@ -120,9 +157,5 @@ export class S3FileStore implements FileStore {
       }
       continuationToken = listed.IsTruncated ? listed.NextContinuationToken : undefined;
     } while (continuationToken);
-  }
-
-  async close(): Promise<void> {
-    this.client.destroy();
   }
 }

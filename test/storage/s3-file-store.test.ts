@@ -15,7 +15,9 @@ import { loadConfig, type S3StoreConfig } from '../../src/config.js';
 import { LocalFileStore, type FileStore } from '../../src/storage/file-store.js';
 import { S3FileStore } from '../../src/storage/s3-file-store.js';
 import { buildTestApp, multipartUpload, setupAdmin, testBackends, waitForIngestion } from '../support/test-app.js';
+import { assertError } from '../support/assertions.js';
 import { storedOriginals } from '../support/stored-originals.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 import { startLocalS3 } from './s3-server.js';
 
 /** `megabytes` of deterministic bytes, produced a chunk at a time. */
@@ -200,3 +202,43 @@ for (const backend of testBackends()) {
     t.same(await storedOriginals(ctx.services, collectionId), [], 'deleting the small document removes its original row');
   });
 }
+
+t.test('pglite: a bucket that cannot be reached', async (t) => {
+  const s3 = await startLocalS3('rs-files', 'svc');
+  const proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(s3.config.endpoint!).port) });
+  const ctx = await buildTestApp('pglite', { fileStore: 's3', s3: { ...s3.config, endpoint: `http://127.0.0.1:${proxy.port}` }, originalsInDatabaseMaxBytes: 0 }, { startWorkers: false });
+  t.teardown(async () => {
+    await ctx.close();
+    await proxy.close();
+    await s3.close();
+  });
+  const { app } = ctx;
+  const admin = { cookie: await setupAdmin(app) };
+  await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'cut-off' } });
+  const upload = (filename: string) => {
+    const body = multipartUpload([{ filename, content: `Lock keepers of ${filename} open the gates at high water.`, contentType: 'text/plain' }]);
+    return app.inject({ method: 'POST', url: '/v1/collections/cut-off/documents', headers: { ...admin, ...body.headers }, payload: body.payload });
+  };
+  const stored = await upload('first.txt');
+  t.equal(stored.statusCode, 202);
+
+  await proxy.cut();
+  const refused = await upload('second.txt');
+  assertError(t, refused, 503, /^The file store \(S3 bucket rs-files\) is unavailable: .*try again shortly$/, 'an upload while the bucket is away');
+  t.equal(refused.json().code, 'unavailable');
+  t.equal((await app.inject({ url: '/v1/collections/cut-off/documents', headers: admin })).json().total, 1, 'and it left no document behind');
+
+  await ctx.services.start();
+  const document = `/v1/collections/cut-off/documents/${stored.json().id}`;
+  for (let waited = 0; ; waited += 50) {
+    const state = (await app.inject({ url: document, headers: admin })).json();
+    if (state.status === 'failed') t.fail(`the document failed: ${state.error}`);
+    if (state.status !== 'processing' && /could not read the original: The file store .* is unavailable.*\(will retry\)/.test(state.progress?.message ?? '')) break;
+    if (waited > 20_000) throw new Error(`the document never waited for a retry: ${JSON.stringify(state)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.pass('a document whose original cannot be read from the bucket waits for a retry, saying why');
+  await proxy.restore();
+  const documents = await waitForIngestion(app, 'cut-off', admin, 30_000);
+  t.same(documents.map((entry) => entry.status), ['ready'], 'and is ingested once the bucket is back');
+});
