@@ -42,6 +42,8 @@ export class IngestionWorker {
    */
   private readonly takingOver = new Set<string>();
   private readonly sleepers = new Set<() => void>();
+  /** Whether the last claim failed, so that a run of failures is logged once. */
+  private claimsFailing = false;
   private heartbeat: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
 
@@ -144,8 +146,16 @@ export class IngestionWorker {
       let jobs: Job[] = [];
       try {
         jobs = await this.queue.claim(CLAIM_BATCH);
+        if (this.claimsFailing) this.logger.info('ingestion jobs can be claimed again');
+        this.claimsFailing = false;
       } catch (error) {
-        this.logger.error({ err: error }, 'could not claim ingestion jobs');
+        // Once per run of failures: every loop tries again each second, which during a database
+        // outage was an error line per loop and second.
+        if (!this.claimsFailing) {
+          if (isDatabaseUnavailable(error)) this.logger.warn({ err: error }, 'could not claim ingestion jobs: the database is unavailable; trying again every second');
+          else this.logger.error({ err: error }, 'could not claim ingestion jobs; trying again every second');
+        }
+        this.claimsFailing = true;
       }
       if (jobs.length === 0) {
         await this.idle();

@@ -57,6 +57,9 @@ if (!process.env.TEST_DATABASE_URL) {
     t.same(jobs.map((job) => job.abandoned), files.map(() => 0), 'none taken for the jobs of a crashed process');
     t.same(jobs.map((job) => job.attempts), files.map(() => 1), 'and the interrupted attempt does not count');
     t.ok(lines.some((line) => line.msg === 'the database answers again: ingestion jobs that waited for it are queued again'));
+    const claimFailures = lines.filter((line) => line.msg?.startsWith('could not claim ingestion jobs'));
+    t.ok(claimFailures.length <= 1, `failed claims are logged once for the outage, not each second (${claimFailures.length})`);
+    t.ok(claimFailures.every((line) => line.level === 40), 'as a warning');
     const search = await app.inject({ method: 'POST', url: '/v1/collections/outage/query', headers: admin, payload: { query: 'lighthouse', search_mode: 'keyword', top_k: 10 } });
     t.equal(search.json().results.length, files.length, 'each document is found once');
   });
