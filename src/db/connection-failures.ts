@@ -44,5 +44,7 @@ export function isLostConnection(error: unknown): error is Error {
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (error instanceof DatabaseConnectionError) return true;
+  // The pool had no connection free in time: MikroORM passes knex's error on unwrapped.
+  if (error instanceof Error && error.name === 'KnexTimeoutError') return true;
   return error instanceof DriverException && isLostConnection(error);
 }

@@ -5,7 +5,10 @@
  * through a TCP proxy the test can cut, as a server that went down refuses connections.
  */
 import t from 'tap';
+import { MikroORM } from '@mikro-orm/postgresql';
+import { isDatabaseUnavailable } from '../../src/db/connection-failures.js';
 import { DatabaseUnavailableError, openDatabase } from '../../src/db/database.js';
+import { entities } from '../../src/db/entities/index.js';
 import { assertError } from '../support/assertions.js';
 import { freePort } from '../support/free-port.js';
 import { logLines } from '../support/log-lines.js';
@@ -71,5 +74,19 @@ if (!process.env.TEST_DATABASE_URL) {
     const requestFailures = lines.filter((line) => /^request failed/.test(line.msg ?? ''));
     t.ok(requestFailures.length >= 4, 'each failed request is logged');
     t.ok(requestFailures.every((line) => line.level === 40 && line.msg === 'request failed: the database is unavailable'), 'as a warning saying why, not as an internal error');
+  });
+
+  t.test('postgresql: a pool with no connection free in time counts as the database unavailable', async (t) => {
+    const orm = await MikroORM.init({ entities, clientUrl: process.env.TEST_DATABASE_URL!, pool: { min: 0, max: 1 }, driverOptions: { acquireConnectionTimeout: 200 }, discovery: { warnWhenNoEntities: false } });
+    t.teardown(() => orm.close());
+    let release!: () => void;
+    const holding = orm.em.fork().transactional(() => new Promise<void>((resolve) => { release = resolve; }));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const failure = await orm.em.fork().getConnection().execute('select 1').catch((error: unknown) => error);
+    release();
+    await holding;
+    t.match(failure, { name: 'KnexTimeoutError' }, 'knex gave up waiting for a connection');
+    t.ok(isDatabaseUnavailable(failure), 'which the error handler answers with 503 and Retry-After');
+    t.notOk(isDatabaseUnavailable(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9000'), { code: 'ECONNREFUSED' })), 'a refused connection that is not the database\'s (a bucket) does not');
   });
 }
