@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { StartRefusal } from './errors.js';
 
 export interface Config {
   port: number;
@@ -72,14 +73,8 @@ export interface S3StoreConfig {
   prefix: string;
 }
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-    // The message names the variable and what it takes; main.ts prints the stack, which would add only where it was checked.
-    this.stack = `${this.name}: ${this.message}`;
-  }
-}
+/** A variable the service cannot run with; the message names it and what it takes. */
+export class ConfigError extends StartRefusal {}
 
 /** The integer in `env[name]`, undefined when unset or empty. */
 function optionalInteger(env: NodeJS.ProcessEnv, name: string, min = 0, max = Number.MAX_SAFE_INTEGER): number | undefined {

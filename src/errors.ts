@@ -1,4 +1,17 @@
 /**
+ * A start that cannot go on, for a reason its message says whole (a configuration value, the data
+ * directory in use, the database out of reach): its stack is the message alone, so the trace main.ts
+ * prints adds nothing an operator must read past.
+ */
+export class StartRefusal extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+    this.stack = `${this.name}: ${this.message}`;
+  }
+}
+
+/**
  * Every failure a client can see, in one place. Services throw these; the HTTP error handler
  * (src/http/error-handler.ts) turns them into `{detail}` bodies with the status given here.
  */

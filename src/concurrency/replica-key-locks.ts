@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { DatabaseConnectionError, isLostConnection } from '../db/connection-failures.js';
+import { markLostConnection } from '../db/connection-failures.js';
 import { ServiceUnavailableError } from '../errors.js';
 import { KeyedSerializer, type WriteLocks } from './keyed-serializer.js';
 
@@ -85,7 +85,7 @@ export class ReplicaKeyLocks implements WriteLocks {
     let reconnected = false;
     for (let attempt = 0; ; attempt++) {
       const session = await this.connected().catch((error: unknown) => {
-        throw isLostConnection(error) ? new DatabaseConnectionError(error) : error;
+        throw markLostConnection(error);
       });
       let rows: Array<{ id: string; locked: boolean }>;
       try {
@@ -96,7 +96,7 @@ export class ReplicaKeyLocks implements WriteLocks {
         // The session may have been closed while idle (a restart, a proxy's idle timeout): once, a
         // new one is tried; it held no locks of this write.
         this.retire(session);
-        if (reconnected) throw isLostConnection(error) ? new DatabaseConnectionError(error) : error;
+        if (reconnected) throw markLostConnection(error);
         reconnected = true;
         continue;
       }

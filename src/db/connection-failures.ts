@@ -1,7 +1,5 @@
 import { DriverException } from '@mikro-orm/core';
-
-/** Network errors of a connection to PostgreSQL. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
+import { isNetworkErrorCode } from '../network-failures.js';
 
 /**
  * SQLSTATEs that say the server or the connection failed, not the statement: connection
@@ -13,7 +11,7 @@ const SERVER_STATES = /^(08...|28...|3D000|53300|57P0[123])$/;
 /** Whether an error's code says the connection to PostgreSQL failed (unreachable, refused, ended). */
 export function failedAtTheConnection(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return error instanceof Error && typeof code === 'string' && (NETWORK_CODES.has(code) || SERVER_STATES.test(code));
+  return error instanceof Error && (isNetworkErrorCode(code) || (typeof code === 'string' && SERVER_STATES.test(code)));
 }
 
 /** pg's words for a connection that ended under a statement, and knex's for a pool with none free in time. */
@@ -31,9 +29,14 @@ export class DatabaseConnectionError extends Error {
   }
 }
 
-/** Whether `error`, from knex or a pg client, is its connection failing; such errors are wrapped as DatabaseConnectionError. */
-export function isLostConnection(error: unknown): error is Error {
+/** Whether `error`, from knex or a pg client, is its connection failing. */
+function isLostConnection(error: unknown): error is Error {
   return error instanceof Error && (failedAtTheConnection(error) || LOST_CONNECTION.test(error.message));
+}
+
+/** `error` from knex or a pg client of the service's own, as DatabaseConnectionError when its connection failed, else unchanged. */
+export function markLostConnection(error: unknown): unknown {
+  return isLostConnection(error) ? new DatabaseConnectionError(error) : error;
 }
 
 /**

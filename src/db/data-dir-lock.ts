@@ -3,6 +3,7 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { lock } from 'proper-lockfile';
+import { StartRefusal } from '../errors.js';
 
 /**
  * One process per embedded database directory. PGlite has no lock of its own: a second process on
@@ -48,12 +49,9 @@ export interface LockOptions {
   staleMs?: number;
 }
 
-export class DataDirectoryInUseError extends Error {
+export class DataDirectoryInUseError extends StartRefusal {
   constructor(readonly dataDir: string, readonly lockPath: string, readonly owner: LockOwner | undefined, readonly waited: { ms: number; staleMs: number }) {
     super(describeRefusal(dataDir, lockPath, owner, waited));
-    this.name = 'DataDirectoryInUseError';
-    // The message is the whole story for an operator; where in the code it was thrown is not.
-    this.stack = `${this.name}: ${this.message}`;
   }
 }
 

@@ -8,6 +8,7 @@ import { PGliteDriver, type PGliteConnectionConfig } from 'mikro-orm-pglite';
 import { inspect } from 'node:util';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { StartRefusal } from '../errors.js';
 import { failedAtTheConnection } from './connection-failures.js';
 import { lockDataDirectory, type DataDirectoryLock } from './data-dir-lock.js';
 import { entities } from './entities/index.js';
@@ -40,14 +41,8 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/** PostgreSQL could not be reached or refused the service's login: the start stops with this message alone. */
-export class DatabaseUnavailableError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'DatabaseUnavailableError';
-    this.stack = `${this.name}: ${this.message}`;
-  }
-}
+/** PostgreSQL could not be reached or refused the service's login. */
+export class DatabaseUnavailableError extends StartRefusal {}
 
 /**
  * Whether opening failed at the connection (failedAtTheConnection), or at creating the missing

@@ -1,7 +1,7 @@
 import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SqlRunner } from '../plugins.js';
-import { DatabaseConnectionError, isLostConnection } from './connection-failures.js';
+import { markLostConnection } from './connection-failures.js';
 import type { Database } from './database.js';
 
 /**
@@ -17,10 +17,7 @@ export function createSqlRunner(db: Database): SqlRunner {
     let statement = em.getConnection().getKnex().raw(query, params.map(arrayToLiteral) as never[]);
     const transaction = em.getTransactionContext();
     if (transaction) statement = statement.transacting(transaction);
-    // Raw knex errors, unlike MikroORM's: a lost connection is marked so that callers tell it from a failed statement.
-    const result = (await statement.catch((error: unknown) => {
-      throw isLostConnection(error) ? new DatabaseConnectionError(error) : error;
-    })) as { rows?: Row[] } | Array<{ rows?: Row[] }>;
+    const result = (await statement.catch(rethrowMarked)) as { rows?: Row[] } | Array<{ rows?: Row[] }>;
     // PGlite answers a multi-statement text with one result per statement; the last one counts.
     const last = Array.isArray(result) ? result[result.length - 1] : result;
     return last?.rows ?? [];
@@ -35,6 +32,11 @@ export function createSqlRunner(db: Database): SqlRunner {
       db.fork().transactional((tx) => work(run(tx)) as Promise<T>),
   });
   return runner;
+}
+
+/** Raw knex errors, unlike MikroORM's, are not told apart: a lost connection is marked so that callers tell it from a failed statement. */
+function rethrowMarked(error: unknown): never {
+  throw markLostConnection(error);
 }
 
 /** How long statements may follow one another before the event loop gets a turn. */

@@ -179,11 +179,10 @@ export class IngestionWorker {
     const jobByDocument = new Map(jobs.filter((job) => job.document_id).map((job) => [job.document_id!, job]));
     try {
       const outcomes = await ingestDocuments(this.runtime, collectionId, [...jobByDocument.keys()], this.queue.workerId);
-      const failed = outcomes.filter((outcome) => outcome.status === 'failed');
-      const waitingForDatabase = failed.filter((outcome) => outcome.error!.databaseUnavailable).map((outcome) => jobByDocument.get(outcome.documentId)!);
-      await this.queue.complete(jobs.filter((job) => !failed.some((outcome) => outcome.documentId === job.document_id)).map((job) => job.id));
-      await this.recordFailures(failed.filter((outcome) => !outcome.error!.databaseUnavailable).map((outcome) => ({ job: jobByDocument.get(outcome.documentId)!, failure: outcome.error! })));
-      await this.handBackWhenDatabaseAnswers(waitingForDatabase);
+      const failed = outcomes.filter((outcome) => outcome.status === 'failed').map((outcome) => ({ job: jobByDocument.get(outcome.documentId)!, failure: outcome.error! }));
+      await this.queue.complete(jobs.filter((job) => !failed.some((failure) => failure.job === job)).map((job) => job.id));
+      await this.recordFailures(failed.filter(({ failure }) => !failure.databaseUnavailable));
+      await this.handBackWhenDatabaseAnswers(failed.filter(({ failure }) => failure.databaseUnavailable).map(({ job }) => job));
     } catch (error) {
       if (isDatabaseUnavailable(error) || (error instanceof IngestionError && error.databaseUnavailable)) {
         await this.handBackWhenDatabaseAnswers(jobs);

@@ -3,6 +3,7 @@ import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
+import { ServiceUnavailableError } from '../errors.js';
 
 /**
  * `stream.pipeline` without its per-call AbortController: pipeline aborts it when done, which builds
@@ -42,6 +43,13 @@ export const BLOCKING_FILE_IO_BYTES = 64 * 1024;
  * Where original uploads and element images are kept. Keys are made by the service
  * (`<collection id>/<uuid>`, `<collection id>/elements/<document id>/<n>`), never taken from clients.
  */
+/** The store could not be reached, or failed: a 503 for a request, a failure worth retrying for ingestion (the file is not gone). */
+export class FileStoreUnavailableError extends ServiceUnavailableError {
+  constructor(store: string, reason: string) {
+    super(`The file store (${store}) is unavailable: ${reason}; try again shortly`);
+  }
+}
+
 export interface FileStore {
   /** Stores `source` at `key`; a stream is copied as it arrives, never held whole in memory. */
   write(key: string, source: Readable | Buffer): Promise<void>;

@@ -4,8 +4,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { Readable } from 'node:stream';
 import type { S3StoreConfig } from '../config.js';
-import { ServiceUnavailableError } from '../errors.js';
-import { assertSafeKey, type FileStore } from './file-store.js';
+import { isNetworkErrorCode } from '../network-failures.js';
+import { assertSafeKey, FileStoreUnavailableError, type FileStore } from './file-store.js';
 
 /**
  * Bytes per multipart part: S3 needs at least 5 MiB for every part but the last. One part is
@@ -21,24 +21,17 @@ async function collect(body: unknown): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** The bucket could not be reached, or answered with a server error: a 503 for a request, a failure worth retrying for ingestion. */
-export class FileStoreUnavailableError extends ServiceUnavailableError {
-  constructor(bucket: string, reason: string) {
-    super(`The file store (S3 bucket ${bucket}) is unavailable: ${reason}; try again shortly`);
-  }
-}
-
-/** Network errors of a request to the bucket (the SDK passes Node's on, with their code). */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
-
-/** `error` as FileStoreUnavailableError when the bucket was unreachable or failed (5xx); other errors (a missing object, a refused key) unchanged. */
+/**
+ * `error` as FileStoreUnavailableError when the bucket was unreachable (the SDK passes Node's network
+ * errors on, with their code) or failed (5xx); other errors (a missing object, a refused key) unchanged.
+ */
 function unavailableOrAsIs(bucket: string, error: unknown): unknown {
   if (!(error instanceof Error)) return error;
   const code = (error as { code?: unknown }).code;
   const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-  const unreachable = (typeof code === 'string' && NETWORK_CODES.has(code)) || error.name === 'TimeoutError';
+  const unreachable = isNetworkErrorCode(code) || error.name === 'TimeoutError';
   if (!unreachable && !(status !== undefined && status >= 500)) return error;
-  return new FileStoreUnavailableError(bucket, error.message || String(code ?? status));
+  return new FileStoreUnavailableError(`S3 bucket ${bucket}`, error.message || String(code ?? status));
 }
 
 /**

@@ -1,10 +1,14 @@
 /**
- * PostgreSQL going away while the service runs: requests are answered 503 with Retry-After (a
- * client or load balancer may retry; nothing was wrong with the request) instead of 500, nothing
- * is half-written, and everything works again once the database is back. The database is reached
- * through a TCP proxy the test can cut, as a server that went down refuses connections.
+ * PostgreSQL ending the service's connections or going away while the service runs. Connections
+ * the server ended are replaced, and the pool's warning about them is a JSON line of the log
+ * (knex wrote it as plain text with console.log). While the database cannot be reached, requests
+ * are answered 503 with Retry-After (a client or load balancer may retry; nothing was wrong with
+ * the request) instead of 500, nothing is half-written, and everything works again once it is
+ * back. The service reaches the database through a TCP proxy the test can cut, as a server that
+ * went down refuses connections.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
+import pg from 'pg';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { isDatabaseUnavailable } from '../../src/db/connection-failures.js';
 import { DatabaseUnavailableError, openDatabase } from '../../src/db/database.js';
@@ -12,8 +16,7 @@ import { entities } from '../../src/db/entities/index.js';
 import { assertError } from '../support/assertions.js';
 import { freePort } from '../support/free-port.js';
 import { logLines } from '../support/log-lines.js';
-import { startTcpProxy } from '../support/tcp-proxy.js';
-import { buildTestApp, createTestCollection, multipartUpload, scratchDatabaseUrl, setupAdmin } from '../support/test-app.js';
+import { buildTestApp, createTestCollection, multipartUpload, scratchDatabaseBehindProxy, setupAdmin } from '../support/test-app.js';
 
 t.test('opening a PostgreSQL nothing answers for fails with where DATABASE_URL points and why, never its password', async (t) => {
   const port = await freePort();
@@ -27,15 +30,11 @@ t.test('opening a PostgreSQL nothing answers for fails with where DATABASE_URL p
 if (!process.env.TEST_DATABASE_URL) {
   t.pass('a database that goes away needs PostgreSQL (TEST_DATABASE_URL)');
 } else {
-  t.test('postgresql: the database goes away and comes back', async (t) => {
-    const direct = new URL(await scratchDatabaseUrl(t));
-    const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-    t.teardown(() => proxy.close());
-    const proxied = new URL(direct);
-    proxied.hostname = '127.0.0.1';
-    proxied.port = String(proxy.port);
+  /** The service on a scratch database it reaches through a TCP proxy, with a collection `harbour` and its log lines. */
+  const serviceBehindProxy = async (t: Test) => {
+    const { url, direct, proxy } = await scratchDatabaseBehindProxy(t);
     const { lines, stream: logStream } = logLines();
-    const ctx = await buildTestApp('postgresql', {}, { replicaOf: proxied.toString(), logStream });
+    const ctx = await buildTestApp('postgresql', {}, { replicaOf: url, logStream });
     t.teardown(() => ctx.close());
     const { app } = ctx;
     const admin = { cookie: await setupAdmin(app) };
@@ -45,6 +44,41 @@ if (!process.env.TEST_DATABASE_URL) {
       payload: { vectors: [{ id, embedding: [1, 2, 3, 4], text: `lighthouse ${id}` }] },
     });
     const query = () => app.inject({ method: 'POST', url: '/v1/collections/harbour/query', headers: admin, payload: { query: 'lighthouse', search_mode: 'keyword', skip_cache: true } });
+    return { app, admin, lines, proxy, direct, upsert, query };
+  };
+
+  t.test('postgresql: connections ended by the server', async (t) => {
+    const { lines, direct, upsert, query } = await serviceBehindProxy(t);
+    t.equal((await upsert('before')).statusCode, 200);
+
+    const printed: unknown[][] = [];
+    const consoleLog = console.log;
+    console.log = (...args: unknown[]) => { printed.push(args); };
+    t.teardown(() => { console.log = consoleLog; });
+
+    const administrator = new pg.Client({ connectionString: direct });
+    await administrator.connect();
+    t.teardown(() => administrator.end());
+    const [ended] = (await administrator.query<{ count: string }>(
+      'select count(pg_terminate_backend(pid)) as count from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+    )).rows;
+    t.ok(Number(ended!.count) >= 1, 'the service had connections, and the server ended them');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    t.equal((await upsert('after')).statusCode, 200, 'a write afterwards succeeds');
+    const found = await query();
+    t.equal(found.statusCode, 200, 'so does a query');
+    t.same(found.json().results.map((result: { id: string }) => result.id).sort(), ['after', 'before']);
+
+    console.log = consoleLog;
+    t.same(printed, [], 'nothing written to stdout beside the log');
+    const poolWarnings = lines.filter((line) => (line as { component?: string }).component === 'database pool');
+    t.ok(poolWarnings.length >= 1, 'the pool reported the lost connections in the log');
+    t.ok(poolWarnings.every((line) => line.level === 40 && /Connection Error/.test(line.msg ?? '')), 'as warnings naming them');
+  });
+
+  t.test('postgresql: the database goes away and comes back', async (t) => {
+    const { app, admin, lines, proxy, upsert, query } = await serviceBehindProxy(t);
     t.equal((await upsert('before')).statusCode, 200);
 
     await proxy.cut();

@@ -12,24 +12,18 @@ import t from 'tap';
 import pg from 'pg';
 import { logLines } from '../support/log-lines.js';
 import { startProviderFake } from '../support/provider-fakes.js';
-import { startTcpProxy } from '../support/tcp-proxy.js';
-import { buildTestApp, createTestCollection, multipartUpload, scratchDatabaseUrl, setupAdmin, waitForIngestion } from '../support/test-app.js';
+import { buildTestApp, createTestCollection, multipartUpload, scratchDatabaseBehindProxy, setupAdmin, waitForIngestion } from '../support/test-app.js';
 
 if (!process.env.TEST_DATABASE_URL) {
   t.pass('a database that goes away needs PostgreSQL (TEST_DATABASE_URL)');
 } else {
   t.test('postgresql: documents being embedded when the database goes away are ingested once it is back', async (t) => {
-    const direct = await scratchDatabaseUrl(t);
-    const proxy = await startTcpProxy({ host: new URL(direct).hostname, port: Number(new URL(direct).port || 5432) });
-    t.teardown(() => proxy.close());
-    const proxied = new URL(direct);
-    proxied.hostname = '127.0.0.1';
-    proxied.port = String(proxy.port);
+    const { url, direct, proxy } = await scratchDatabaseBehindProxy(t);
     const fake = await startProviderFake({ apiKey: 'unused', latencyMs: 1500 });
     t.teardown(() => fake.close());
     const { lines, stream: logStream } = logLines();
     // A lease shorter than the outage: the process's own sweep for lapsed leases must not take its waiting jobs for a crashed process's.
-    const ctx = await buildTestApp('postgresql', { jobLeaseMs: 1000 }, { replicaOf: proxied.toString(), logStream });
+    const ctx = await buildTestApp('postgresql', { jobLeaseMs: 1000 }, { replicaOf: url, logStream });
     t.teardown(() => ctx.close());
     const { app } = ctx;
     const admin = { cookie: await setupAdmin(app) };

@@ -11,6 +11,7 @@ import { runEveryStep, throwFailures } from '../../src/graceful-stop.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices, type AppServices } from '../../src/services.js';
 import { migratedEmbeddedArchive } from './embedded-template.js';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 export type Backend = 'pglite' | 'postgresql';
 
@@ -51,6 +52,20 @@ export async function scratchDatabaseUrl(t: { teardown(fn: () => Promise<void>):
   const scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!, encoding);
   t.teardown(() => scratch.drop());
   return scratch.url;
+}
+
+/**
+ * A scratch database (scratchDatabaseUrl) reached through a TCP proxy the test can cut and restore:
+ * `url` goes through the proxy (give it to an app as `replicaOf`), `direct` does not.
+ */
+export async function scratchDatabaseBehindProxy(t: { teardown(fn: () => Promise<void>): void }): Promise<{ url: string; direct: string; proxy: TcpProxy }> {
+  const direct = await scratchDatabaseUrl(t);
+  const proxy = await startTcpProxy({ host: new URL(direct).hostname, port: Number(new URL(direct).port || 5432) });
+  t.teardown(() => proxy.close());
+  const proxied = new URL(direct);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String(proxy.port);
+  return { url: proxied.toString(), direct, proxy };
 }
 
 /** Builds the app exactly as production does, on a fresh database of the given backend. */
