@@ -51,7 +51,8 @@ function lockTaken(dataDir: string, previous?: number): Promise<{ pid: number; m
   const since = Date.now();
   return (async () => {
     while (Date.now() - since < 60_000) {
-      const owner = await readFile(ownerFile, 'utf8').then((text) => JSON.parse(text) as { pid: number }, () => undefined);
+      // Missing, or read while its holder is still writing it (half a record does not parse): not taken yet.
+      const owner = await readFile(ownerFile, 'utf8').then((text) => JSON.parse(text) as { pid: number }).catch(() => undefined);
       if (owner !== undefined && owner.pid !== previous) return { pid: owner.pid, ms: Date.now() - since };
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
