@@ -110,10 +110,11 @@ export class ServiceUnavailableError extends AppError {
 /**
  * A model provider (embeddings, reranking) refused or failed a call. `detail` is the provider's own
  * message with any API key removed; `retryable` says whether trying later may succeed (429, 5xx,
- * timeouts) or not (a bad key, a bad request).
+ * timeouts) or not (a bad key, a bad request); `retryAfterMs` is how long the provider asked to be
+ * left alone (Retry-After), when it said.
  */
 export class ProviderError extends AppError {
-  constructor(detail: string, readonly retryable: boolean) {
+  constructor(detail: string, readonly retryable: boolean, readonly retryAfterMs?: number) {
     super(502, 'provider_error', detail);
   }
 }

@@ -138,7 +138,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     recordWrite: (collectionId) => collections.recordWrite(sql, collectionId),
     storeElementImages: (collection, documentId, elements) => storeElementImages({ files, captioner }, collection, documentId, elements),
   };
-  const ingestion = new IngestionWorker(jobs, ingestionRuntime, sql, logger, config.workerConcurrency);
+  const ingestion = new IngestionWorker(jobs, ingestionRuntime, sql, logger, config.workerConcurrency, config.providerOutageWaitMs);
   const indexRemovals = new PendingIndexRemovalSweep(
     { sql, indexes, recordWrite: (collectionId) => collections.recordWrite(sql, collectionId) }, logger.child({ component: 'index-removals' }),
   );

@@ -28,6 +28,7 @@ const documentFields = {
     stage: Type.String({ description: 'queued, parsing, chunking, embedding, indexing, done' }),
     percent: Type.Number(),
     message: Type.String(),
+    next_attempt_at: Type.Optional(Type.String({ format: 'date-time', description: 'when a document waiting for another attempt (its provider unavailable) is tried next' })),
   }, { additionalProperties: false })),
   error: Nullable(Type.String({ description: 'why ingestion failed' })),
   chunk_count: Type.Integer(),

@@ -5,7 +5,7 @@ import { ConcurrencyLimit, type Priority } from './concurrency-limit.js';
 
 export const DEFAULT_REMOTE_CALL_POLICY: RemoteCallPolicy = { timeoutMs: 30_000, maxRetries: 4, concurrency: 8 };
 
-/** A server asking to wait longer than this is treated as down for now: the job queue retries later. */
+/** A server asking to wait longer than this is treated as down for now: the job queue tries again when it asked (IngestionWorker). */
 const MAX_RETRY_DELAY_MS = 60_000;
 /** Backoff without Retry-After: 0.5 s, 1 s, 2 s, 4 s, 8 s (±20 %), the same curve as the SDK's (spec 8). */
 const BACKOFF_BASE_MS = 500;
@@ -91,8 +91,8 @@ export class ProviderHttpClient {
     return key && key.length >= 4 ? text.split(key).join('[redacted]') : text;
   }
 
-  private fail(message: string, retryable: boolean): ProviderError {
-    return new ProviderError(this.redact(`${this.options.provider} ${message}`), retryable);
+  private fail(message: string, retryable: boolean, retryAfter?: number): ProviderError {
+    return new ProviderError(this.redact(`${this.options.provider} ${message}`), retryable, retryAfter);
   }
 
   postJson(url: string, body: unknown, priority: Priority = 'background'): Promise<unknown> {
@@ -122,8 +122,9 @@ export class ProviderHttpClient {
       if (status >= 200 && status < 300) return this.parse(text);
       const message = `answered ${status}: ${providerMessage(text)}`;
       if (!isRetryableStatus(status)) throw this.fail(message, false);
-      const delay = retryAfterMs(responseHeaders) ?? backoffMs(attempt);
-      if (!canRetry || delay > MAX_RETRY_DELAY_MS) throw this.fail(message, true);
+      const askedFor = retryAfterMs(responseHeaders);
+      const delay = askedFor ?? backoffMs(attempt);
+      if (!canRetry || delay > MAX_RETRY_DELAY_MS) throw this.fail(message, true, askedFor);
       await this.pause(delay, { attempt, status, reason: message });
     }
   }

@@ -5,6 +5,7 @@ import { storableText } from '../db/storable-values.js';
 import { deleteChunksByKey, insertChunks } from '../documents/chunk-store.js';
 import type { StoredElementImages } from '../documents/element-files.js';
 import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed-chunk-texts.js';
+import { ProviderError } from '../errors.js';
 import { storableParsedDocument } from '../parsing/storable-document.js';
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
 import type { KeywordIndex } from '../search/keyword/keyword-index.js';
@@ -32,9 +33,14 @@ export interface IngestionRuntime {
 /**
  * A failure that names the stage it happened in; `retryable` failures are worth another attempt.
  * `databaseUnavailable`: the database could not be reached, nothing is wrong with the document.
+ * `providerUnavailable`: a model provider is down, unreachable or rate-limiting past its client's
+ * retries, nothing is wrong with the document either; with how long it asked to be left alone.
  */
 export class IngestionError extends Error {
-  constructor(readonly stage: string, message: string, readonly retryable: boolean, readonly databaseUnavailable = false) {
+  constructor(
+    readonly stage: string, message: string, readonly retryable: boolean, readonly databaseUnavailable = false,
+    readonly providerUnavailable: { retryAfterMs: number | undefined } | null = null,
+  ) {
     super(message);
   }
 }
@@ -80,7 +86,8 @@ function isDataException(error: unknown): boolean {
 
 function asIngestionError(stage: string, error: unknown, retryable: boolean): IngestionError {
   if (error instanceof IngestionError) return error;
-  return new IngestionError(stage, conciseMessage(error), retryable, isDatabaseUnavailable(error));
+  const providerUnavailable = error instanceof ProviderError && error.retryable ? { retryAfterMs: error.retryAfterMs } : null;
+  return new IngestionError(stage, conciseMessage(error), retryable, isDatabaseUnavailable(error), providerUnavailable);
 }
 
 async function writeProgress(sql: SqlRunner, updates: Array<{ id: string; progress: DocumentProgress }>): Promise<void> {

@@ -22,6 +22,25 @@ const STOP_WAIT_MS = 15_000;
 const DATABASE_RETRY_FIRST_MS = 250;
 const DATABASE_RETRY_LAST_MS = 5000;
 
+/** What a document is told of its failed attempt: failed for good, or waiting for another (and when, if known). */
+interface DocumentFailure {
+  failed: boolean;
+  message: string;
+  nextAttemptAt?: Date;
+}
+
+function willRetry(detail: string): string {
+  return `${detail} (will retry)`;
+}
+
+/** `45 s`, `12 min`, `2 h`: how long a provider was waited for. */
+function describeDuration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 120 * 60) return `${Math.round(seconds / 60)} min`;
+  return `${Math.round(seconds / 3600)} h`;
+}
+
 /**
  * In-process workers that claim ingestion jobs from the durable queue. `concurrency` loops run at
  * once; each waits for a notification (an upload in this process) or polls once a second (work
@@ -53,6 +72,8 @@ export class IngestionWorker {
     private readonly sql: SqlRunner,
     private readonly logger: FastifyBaseLogger,
     private readonly concurrency: number,
+    /** How long a document may wait for a model provider that is unavailable before it fails (PROVIDER_OUTAGE_WAIT_S); 0: such a failure is an attempt like any other. */
+    private readonly providerOutageWaitMs: number,
   ) {}
 
   async start(options: { requeueAllRunning: boolean }): Promise<void> {
@@ -93,7 +114,8 @@ export class IngestionWorker {
         if (lastAttempt) this.logger.error({ jobId: job.id, documentId: job.document_id, attempts: job.attempts }, 'a stopped process left this ingestion job running on its last attempt: failed');
         // Before the job is queued again: told after, the document could already be another run's.
         if (job.document_id) {
-          await this.tellDocument(job.document_id, `processing failed: ${lastAttempt ? ABANDONED_ON_LAST_ATTEMPT : ABANDONED_BEFORE_LAST_ATTEMPT}`, lastAttempt ? 'failed' : 'retry', 'processing');
+          const detail = `processing failed: ${lastAttempt ? ABANDONED_ON_LAST_ATTEMPT : ABANDONED_BEFORE_LAST_ATTEMPT}`;
+          await this.tellDocument(job.document_id, { failed: lastAttempt, message: lastAttempt ? detail : willRetry(detail) }, 'processing');
         }
       }
       const { requeued } = await this.queue.settleAbandoned(jobs);
@@ -224,11 +246,11 @@ export class IngestionWorker {
   }
 
   /**
-   * Fails the jobs (or schedules their retries) and tells their documents why, naming the stage,
-   * after taking back what was written of them (by this attempt or an earlier one): a document
-   * that failed at parsing on a retry kept the chunks of the attempt handed back before it. Only
-   * for jobs this process still holds: one handed back at a stop, or taken over, is another run's
-   * now, and so are its document's chunks.
+   * Fails the jobs (or schedules their retries, or their waits for a provider that is unavailable)
+   * and tells their documents why, naming the stage, after taking back what was written of them
+   * (by this attempt or an earlier one): a document that failed at parsing on a retry kept the
+   * chunks of the attempt handed back before it. Only for jobs this process still holds: one
+   * handed back at a stop, or taken over, is another run's now, and so are its document's chunks.
    */
   private async recordFailures(failures: Array<{ job: Job; failure: IngestionError }>): Promise<void> {
     if (failures.length === 0) return;
@@ -237,11 +259,40 @@ export class IngestionWorker {
     await this.takeBackWrittenParts(failures.map(({ job }) => job).filter((job) => !held || held.has(job.id)));
     for (const { job, failure } of failures) {
       const detail = `${failure.stage} failed: ${failure.message}`;
-      const outcome = await this.queue.fail(job, detail, !failure.retryable).catch(() => 'failed' as const);
-      this.logger.warn({ jobId: job.id, documentId: job.document_id, outcome, error: detail }, 'ingestion failed');
+      const told = failure.providerUnavailable && this.providerOutageWaitMs > 0
+        ? await this.waitForProvider(job, detail, failure.providerUnavailable.retryAfterMs)
+        : await this.failOrRetry(job, detail, failure.retryable);
       // Handed back at a stop (or taken over): the document is another run's now.
-      if (outcome === 'not held') continue;
-      if (job.document_id) await this.tellDocument(job.document_id, detail, outcome, failure.stage);
+      if (told && job.document_id) await this.tellDocument(job.document_id, told, failure.stage);
+    }
+  }
+
+  private async failOrRetry(job: Job, detail: string, retryable: boolean): Promise<DocumentFailure | null> {
+    const outcome = await this.queue.fail(job, detail, !retryable).catch(() => 'failed' as const);
+    this.logger.warn({ jobId: job.id, documentId: job.document_id, outcome, error: detail }, 'ingestion failed');
+    if (outcome === 'not held') return null;
+    return outcome === 'failed' ? { failed: true, message: detail } : { failed: false, message: willRetry(detail) };
+  }
+
+  private async waitForProvider(job: Job, detail: string, retryAfterMs: number | undefined): Promise<DocumentFailure | null> {
+    const wait = await this.queue.waitForProvider(job, detail, { retryAfterMs, maxWaitMs: this.providerOutageWaitMs })
+      .catch(() => ({ outcome: 'failed', waitedMs: 0 }) as const);
+    const context = { jobId: job.id, documentId: job.document_id, error: detail };
+    switch (wait.outcome) {
+      case 'not held':
+        return null;
+      case 'failed': {
+        this.logger.warn({ ...context, outcome: 'failed' }, 'ingestion failed: its provider stayed unavailable');
+        const waited = wait.waitedMs > 0 ? `the provider was unavailable for ${describeDuration(wait.waitedMs)}, more than PROVIDER_OUTAGE_WAIT_S` : 'the wait for the provider could not be recorded';
+        return { failed: true, message: `${detail} (${waited}: not tried again)` };
+      }
+      case 'waiting':
+        this.logger.warn({ ...context, outcome: 'waiting', nextAttemptAt: wait.nextAttemptAt }, 'ingestion waits for its provider');
+        return {
+          failed: false,
+          message: `${detail} (waiting for the provider since ${wait.since.toISOString().replace(/\.\d{3}Z$/, 'Z')}, at most ${describeDuration(this.providerOutageWaitMs)})`,
+          nextAttemptAt: wait.nextAttemptAt,
+        };
     }
   }
 
@@ -263,12 +314,13 @@ export class IngestionWorker {
    * (takeBackWrittenParts), so it counts none: a reprocessed document that failed said it held
    * those of its ready version.
    */
-  private async tellDocument(documentId: string, detail: string, outcome: 'retry' | 'failed', stage: string): Promise<void> {
-    const failed = outcome === 'failed';
+  private async tellDocument(documentId: string, told: DocumentFailure, stage: string): Promise<void> {
+    const progress: Record<string, unknown> = { message: told.message, stage };
+    if (told.nextAttemptAt) progress.next_attempt_at = told.nextAttemptAt.toISOString();
     await this.sql(
-      `update documents set ${failed ? "status = 'failed', error = ?" : "status = 'pending', error = null"}, chunk_count = 0,
-         progress = coalesce(progress, '{}'::jsonb) || jsonb_build_object('message', ?::text, 'stage', ?::text), updated_at = now() where id = ?`,
-      [...(failed ? [detail] : []), failed ? detail : `${detail} (will retry)`, stage, documentId],
+      `update documents set ${told.failed ? "status = 'failed', error = ?" : "status = 'pending', error = null"}, chunk_count = 0,
+         progress = (coalesce(progress, '{}'::jsonb) - 'next_attempt_at') || ?::jsonb, updated_at = now() where id = ?`,
+      [...(told.failed ? [told.message] : []), JSON.stringify(progress), documentId],
     ).catch((updateError: unknown) => this.logger.error({ err: updateError }, 'could not record the failure'));
   }
 

@@ -33,6 +33,16 @@ export function isLastAttempt(job: Job): boolean {
   return job.attempts >= job.max_attempts;
 }
 
+/** How a job whose provider was unavailable was recorded (JobQueue.waitForProvider). */
+export type ProviderWait =
+  | { outcome: 'waiting'; since: Date; nextAttemptAt: Date }
+  | { outcome: 'failed'; waitedMs: number }
+  | { outcome: 'not held' };
+
+/** Pauses of a job waiting for its provider: from the first (or a twentieth of the wait allowed, when shorter), as long as it has waited, up to the last. */
+const PROVIDER_PAUSE_FIRST_MS = 15_000;
+const PROVIDER_PAUSE_LAST_MS = 5 * 60_000;
+
 export interface AbandonedJobs {
   requeued: number;
   /** Jobs that were on their last attempt: failed with ABANDONED_ON_LAST_ATTEMPT. */
@@ -122,11 +132,42 @@ export class JobQueue {
     const outcome = final || job.attempts >= job.max_attempts ? 'failed' : 'retry';
     const backoffSeconds = 2 ** job.attempts;
     const updated = await this.sql(
-      `update jobs set status = ?, last_error = ?, locked_by = null, run_after = now() + (? || ' seconds')::interval, updated_at = now()
+      `update jobs set status = ?, last_error = ?, locked_by = null, run_after = now() + (? || ' seconds')::interval,
+         provider_unavailable_since = null, updated_at = now()
        where id = ? and locked_by = ? returning id`,
       [outcome === 'failed' ? 'failed' : 'queued', error, String(backoffSeconds), job.id, this.workerId],
     );
     return updated.length > 0 ? outcome : 'not held';
+  }
+
+  /**
+   * Queues again a job this process holds whose model provider is unavailable, its attempt not
+   * counted: after as long as the provider asked (`retryAfterMs`, its Retry-After), else after a
+   * pause as long as the job has waited so far (doubling, within PROVIDER_PAUSE_FIRST_MS and
+   * PROVIDER_PAUSE_LAST_MS). Once the provider has been unavailable to the job for longer than
+   * `maxWaitMs` the job fails instead. Counted as attempts, such failures failed every document
+   * being ingested after a 30 s outage, and a 429 asking for two minutes after 6 s.
+   */
+  async waitForProvider(job: Job, error: string, options: { retryAfterMs: number | undefined; maxWaitMs: number }): Promise<ProviderWait> {
+    const firstPauseMs = Math.min(PROVIDER_PAUSE_FIRST_MS, options.maxWaitMs / 20);
+    const [row] = await this.sql<{ status: string; since: Date | string; run_after: Date | string; waited_ms: number | string }>(
+      `with held as (
+         select id, coalesce(provider_unavailable_since, now()) as since from jobs
+         where id = ? and locked_by = ? and status = 'running' for update),
+       waited as (select id, since, extract(epoch from now() - since) * 1000 as waited_ms from held)
+       update jobs j set
+         provider_unavailable_since = w.since,
+         status = case when w.waited_ms > ?::double precision then 'failed' else 'queued' end,
+         attempts = case when w.waited_ms > ?::double precision then j.attempts else greatest(j.attempts - 1, 0) end,
+         run_after = now() + greatest(?::double precision, least(greatest(w.waited_ms, ?::double precision), ?::double precision)) * interval '1 millisecond',
+         last_error = ?, locked_by = null, updated_at = now()
+       from waited w where j.id = w.id
+       returning j.status, w.since, j.run_after, w.waited_ms`,
+      [job.id, this.workerId, options.maxWaitMs, options.maxWaitMs, options.retryAfterMs ?? 0, firstPauseMs, PROVIDER_PAUSE_LAST_MS, error],
+    );
+    if (!row) return { outcome: 'not held' };
+    if (row.status === 'failed') return { outcome: 'failed', waitedMs: Number(row.waited_ms) };
+    return { outcome: 'waiting', since: new Date(row.since), nextAttemptAt: new Date(row.run_after) };
   }
 
   /**

@@ -28,7 +28,7 @@ for (const backend of testBackends()) {
   t.test(backend, async (t) => {
     const fake = await startProviderFake({ apiKey: KEY });
     t.teardown(() => fake.close());
-    const ctx = await buildTestApp(backend, { masterKey: 'test-master-key', providerTimeoutMs: 3000, providerMaxRetries: 2, providerConcurrency: 2 });
+    const ctx = await buildTestApp(backend, { masterKey: 'test-master-key', providerTimeoutMs: 3000, providerMaxRetries: 2, providerConcurrency: 2, providerOutageWaitMs: 20_000 });
     t.teardown(() => ctx.close());
     const cookie = await setupAdmin(ctx.app);
     const api = providerApi(ctx.app, { cookie });
@@ -137,7 +137,7 @@ for (const backend of testBackends()) {
       t.equal(fake.requestsTo('openai').length, 2);
     });
 
-    await t.test('a persistent 503 fails the attempt; the job retries later and succeeds', async (t) => {
+    await t.test('a persistent 503 fails the attempt; the document waits for the provider and succeeds later', async (t) => {
       fake.reset();
       fake.failNext('openai', { status: 503, body: { error: { message: 'The engine is currently overloaded' } } }, 3);
       uploads += 1;
@@ -145,10 +145,10 @@ for (const backend of testBackends()) {
       let document: any;
       for (let waited = 0; waited < 10_000; waited += 50) {
         document = await api.ok('GET', `/v1/collections/${faults}/documents/${id}`);
-        if (document.progress?.message?.includes('will retry')) break;
+        if (document.progress?.message?.includes('waiting for the provider')) break;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      t.match(document.progress.message, /embedding failed: openai answered 503: The engine is currently overloaded \(will retry\)/);
+      t.match(document.progress.message, /embedding failed: openai answered 503: The engine is currently overloaded \(waiting for the provider since .*, at most 20 s\)/);
       await api.settle(faults);
       document = await api.ok('GET', `/v1/collections/${faults}/documents/${id}`);
       t.equal(document.status, 'ready', 'the retried job succeeds');
@@ -194,7 +194,7 @@ for (const backend of testBackends()) {
       let document: any;
       for (let waited = 0; waited < 30_000; waited += 50) {
         document = await api.ok('GET', `/v1/collections/no-such-host/documents/${id}`);
-        if (document.status === 'failed' || document.progress?.message?.includes('will retry')) break;
+        if (document.status === 'failed' || /will retry|waiting for the provider/.test(document.progress?.message ?? '')) break;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       t.equal(document.status, 'failed', `not set back to be retried: ${document.progress?.message}`);
@@ -215,7 +215,7 @@ for (const backend of testBackends()) {
       let document: any;
       for (let waited = 0; waited < 30_000; waited += 50) {
         document = await api.ok('GET', `/v1/collections/self-signed/documents/${id}`);
-        if (document.status === 'failed' || document.progress?.message?.includes('will retry')) break;
+        if (document.status === 'failed' || /will retry|waiting for the provider/.test(document.progress?.message ?? '')) break;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       t.equal(document.status, 'failed', `not set back to be retried: ${document.progress?.message}`);

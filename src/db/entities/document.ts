@@ -8,6 +8,8 @@ export interface DocumentProgress {
   stage: string;
   message: string;
   percent: number;
+  /** When a document waiting for its provider is tried next (ISO 8601). */
+  next_attempt_at?: string;
 }
 
 export const Document = defineEntity({

@@ -13,6 +13,7 @@ import { Migration0011ChunkUuids } from './0011-chunk-uuids.js';
 import { Migration0012DocumentSourceMetadata } from './0012-document-source-metadata.js';
 import { Migration0013ApiKeyPinIds } from './0013-api-key-pin-ids.js';
 import { Migration0014PendingIndexRemovals } from './0014-pending-index-removals.js';
+import { Migration0015ProviderOutageWaits } from './0015-provider-outage-waits.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -33,4 +34,5 @@ export const migrations: MigrationObject[] = [
   { name: '0012-document-source-metadata', class: Migration0012DocumentSourceMetadata },
   { name: '0013-api-key-pin-ids', class: Migration0013ApiKeyPinIds },
   { name: '0014-pending-index-removals', class: Migration0014PendingIndexRemovals },
+  { name: '0015-provider-outage-waits', class: Migration0015ProviderOutageWaits },
 ];

@@ -1,0 +1,12 @@
+import { Migration } from '@mikro-orm/migrations';
+
+/**
+ * Since when a job has found its model provider unavailable (down, unreachable, rate-limiting),
+ * attempt after attempt: such waits do not use up the job's attempts, and this bounds them
+ * (PROVIDER_OUTAGE_WAIT_S, JobQueue.waitForProvider).
+ */
+export class Migration0015ProviderOutageWaits extends Migration {
+  override async up(): Promise<void> {
+    this.addSql('alter table jobs add column provider_unavailable_since timestamptz');
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * An embedding provider that is down (5xx, unreachable) or rate-limiting for longer than its
+ * client's retries last. Such a failure used to count as one of the job's 3 attempts, retried 2 s
+ * and 4 s later: a provider away for half a minute failed every document being ingested and every
+ * one queued behind them, and a 429 asking for two minutes (Retry-After: 120) failed its documents
+ * 6 s later. Now the documents wait for the provider, `pending` and saying so, without using up
+ * attempts, for up to PROVIDER_OUTAGE_WAIT_S; failures a retry cannot mend still fail at once
+ * (test/providers/embedding-providers).
+ *
+ * The provider's client does not retry here (providerMaxRetries 0), so each claim is one request.
+ */
+import t from 'tap';
+import { startProviderFake } from '../support/provider-fakes.js';
+import { buildTestApp, setupAdmin, testBackends, type Backend } from '../support/test-app.js';
+import { providerApi } from '../providers/provider-api.js';
+
+const KEY = 'sk-test-OUTAGE-KEY-0123456789abcdef';
+const OVERLOADED = { status: 503, body: { error: { message: 'The engine is currently overloaded' } } };
+
+async function outageApp(t: { teardown(fn: () => Promise<void>): void }, backend: Backend, providerOutageWaitMs: number) {
+  const fake = await startProviderFake({ apiKey: KEY });
+  t.teardown(() => fake.close());
+  const ctx = await buildTestApp(backend, { masterKey: 'test-master-key', providerMaxRetries: 0, providerTimeoutMs: 3000, providerOutageWaitMs });
+  t.teardown(() => ctx.close());
+  const api = providerApi(ctx.app, { cookie: await setupAdmin(ctx.app) });
+  await api.createCollection({ name: 'docs', embedding_provider: 'openai', embedding_model: 'text-embedding-3-small', dimension: 64, embedding_api_key: KEY, embedding_base_url: fake.baseUrl('openai') });
+  const document = (id: string) => api.ok('GET', `/v1/collections/docs/documents/${id}`);
+  const until = async (id: string, done: (document: any) => boolean, timeoutMs = 30_000) => {
+    for (const deadline = Date.now() + timeoutMs; ;) {
+      const current = await document(id);
+      if (done(current)) return current;
+      if (Date.now() > deadline) throw new Error(`document ${id} never got there: ${JSON.stringify(current)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  const attemptsOf = async (id: string) => Number((await ctx.services.sql<{ attempts: number }>('select attempts from jobs where document_id = ?', [id]))[0]!.attempts);
+  return { fake, api, ctx, document, until, attemptsOf };
+}
+
+for (const backend of testBackends()) {
+  t.test(backend, async (t) => {
+    await t.test('a provider down past the job\'s attempts: the documents wait for it, pending, and are ingested once it answers', async (t) => {
+      const { fake, api, until, attemptsOf } = await outageApp(t, backend, 20_000);
+      // Four failed requests: before, the third failed the document for good.
+      fake.failNext('openai', OVERLOADED, 4);
+      const { id } = await api.upload('docs', 'tides.txt', 'The harbour lighthouse keeps the tide tables for the bay.');
+      const waiting = await until(id, (current) => /waiting for the provider/.test(current.progress?.message ?? '') || current.status === 'failed');
+      t.equal(waiting.status, 'pending', `waits for the provider: ${waiting.error ?? ''}`);
+      t.equal(waiting.progress.stage, 'embedding', 'at the stage that needs it');
+      t.match(waiting.progress.message, /^embedding failed: openai answered 503: The engine is currently overloaded \(waiting for the provider since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, at most 20 s\)$/);
+      t.ok(Date.parse(waiting.progress.next_attempt_at) > Date.now() - 1000, `says when it is tried next (${waiting.progress.next_attempt_at})`);
+      t.equal(waiting.error, null);
+
+      const ready = await until(id, (current) => current.status !== 'pending' && current.status !== 'processing');
+      t.equal(ready.status, 'ready', ready.error ?? '');
+      t.equal(fake.requestsTo('openai').length, 5, 'four failures, then the answer');
+      t.equal(await attemptsOf(id), 1, 'the waits used up no attempt');
+      t.equal((await api.query('docs', { query: 'lighthouse tide tables', search_mode: 'semantic' })).results[0]?.document_id, id, 'and it is found');
+    });
+
+    await t.test('a 429 asking for two minutes: the document is tried again then, not 2 s later', async (t) => {
+      const { fake, api, until, attemptsOf } = await outageApp(t, backend, 600_000);
+      fake.failNext('openai', { status: 429, headers: { 'retry-after': '120' }, body: { error: { message: 'Rate limit reached for requests', type: 'requests' } } });
+      const uploadedAt = Date.now();
+      const { id } = await api.upload('docs', 'quota.txt', 'Quota notes for the orchard survey.');
+      const waiting = await until(id, (current) => current.progress?.next_attempt_at !== undefined || current.status === 'failed');
+      t.equal(waiting.status, 'pending');
+      t.match(waiting.progress.message, /^embedding failed: openai answered 429: Rate limit reached for requests \(waiting for the provider since .*, at most 10 min\)$/);
+      const nextAttempt = Date.parse(waiting.progress.next_attempt_at);
+      t.ok(nextAttempt >= uploadedAt + 115_000 && nextAttempt <= Date.now() + 125_000, `tried again when the provider said: ${waiting.progress.next_attempt_at}`);
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      t.equal(fake.requestsTo('openai').length, 1, 'not asked again meanwhile');
+      t.equal((await until(id, () => true)).status, 'pending');
+      t.equal(await attemptsOf(id), 0, 'no attempt used up while it waits');
+    });
+
+    await t.test('a provider down for longer than PROVIDER_OUTAGE_WAIT_S: the document fails, saying how long it waited', async (t) => {
+      const { fake, api, until } = await outageApp(t, backend, 1000);
+      fake.failNext('openai', OVERLOADED, 1000);
+      const { id } = await api.upload('docs', 'gone.txt', 'A note about the glacier that never gets embedded.');
+      const failed = await until(id, (current) => current.status === 'failed');
+      t.match(failed.error, /^embedding failed: openai answered 503: The engine is currently overloaded \(the provider was unavailable for [1-9]\d* s, more than PROVIDER_OUTAGE_WAIT_S: not tried again\)$/);
+      t.equal(failed.progress.stage, 'embedding');
+      t.equal(failed.chunk_count, 0);
+      t.ok(fake.requestsTo('openai').length >= 2, `tried more than once (${fake.requestsTo('openai').length})`);
+    });
+  });
+}
+
+t.test('PROVIDER_OUTAGE_WAIT_S=0: a provider\'s outage counts as an attempt, and the third fails the document', async (t) => {
+  const { fake, api, until, attemptsOf } = await outageApp(t, 'pglite', 0);
+  fake.failNext('openai', OVERLOADED, 1000);
+  const { id } = await api.upload('docs', 'counted.txt', 'A note about the violin workshop.');
+  const failed = await until(id, (current) => current.status === 'failed');
+  t.equal(failed.error, 'embedding failed: openai answered 503: The engine is currently overloaded');
+  t.equal(fake.requestsTo('openai').length, 3);
+  t.equal(await attemptsOf(id), 3);
+});
