@@ -48,6 +48,8 @@ export interface Config {
   providerMaxRetries: number;
   /** Requests in flight to one collection's embedding or reranking provider. */
   providerConcurrency: number;
+  /** The most a query's call to its embedding or reranking provider takes, retries and the wait for a free connection included. */
+  providerQueryTimeoutMs: number;
   /** How long a document waits for an unavailable embedding provider before it fails; 0 counts each failure as an attempt. */
   providerOutageWaitMs: number;
   /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
@@ -175,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 30_000, 1),
     providerMaxRetries: integer(env, 'PROVIDER_MAX_RETRIES', 4),
     providerConcurrency: integer(env, 'PROVIDER_CONCURRENCY', 8, 1),
+    providerQueryTimeoutMs: integer(env, 'PROVIDER_QUERY_TIMEOUT_MS', 10_000, 1),
     providerOutageWaitMs: integer(env, 'PROVIDER_OUTAGE_WAIT_S', 3600) * 1000,
     fileStore,
     s3: {

@@ -238,6 +238,11 @@ export interface RemoteCallPolicy {
   maxRetries: number;
   /** Requests one plugin instance keeps in flight at most. */
   concurrency: number;
+  /**
+   * The most a query's call (its embedding, its reranking) may take, retries and the wait for a
+   * free connection included; ingestion's calls are bound by the attempts only. None when absent.
+   */
+  queryTimeoutMs?: number;
 }
 
 export interface PluginLogger {

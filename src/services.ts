@@ -111,7 +111,9 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     vectorStore: plugins.create('vector-store', config.vectorStore, vectorStoreOptions(config), { sql, stateDirectory: path.join(config.dataDir, 'vector-store'), logger: logger.child({ component: 'vector-store' }) }),
     keywordIndex: config.keywordIndex === 'memory' ? createMemoryKeywordIndex(sql) : createSqlKeywordIndex(sql),
   };
-  const remoteCalls = { timeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries, concurrency: config.providerConcurrency };
+  const remoteCalls = {
+    timeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries, concurrency: config.providerConcurrency, queryTimeoutMs: config.providerQueryTimeoutMs,
+  };
   const providerLogger = logger.child({ component: 'providers' });
   const embeddingCache = new EmbeddingCache(sql);
   const embeddingUsage = new EmbeddingUsageLedger(sql, (error) => providerLogger.error({ err: error }, 'could not record embedding usage'));

@@ -1,12 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ProviderError } from '../errors.js';
 import type { PluginLogger, RemoteCallPolicy } from '../plugins.js';
-import { ConcurrencyLimit, type Priority } from './concurrency-limit.js';
+import { ConcurrencyLimit, NoFreeSlotError, type Priority } from './concurrency-limit.js';
 
-export const DEFAULT_REMOTE_CALL_POLICY: RemoteCallPolicy = { timeoutMs: 30_000, maxRetries: 4, concurrency: 8 };
+export const DEFAULT_REMOTE_CALL_POLICY: RemoteCallPolicy = { timeoutMs: 30_000, maxRetries: 4, concurrency: 8, queryTimeoutMs: 10_000 };
 
 /** A server asking to wait longer than this is treated as down for now: the job queue tries again when it asked (IngestionWorker). */
 const MAX_RETRY_DELAY_MS = 60_000;
+/** The least time worth giving an attempt of a query's call: a retry that would leave it less is not made. */
+const MIN_ATTEMPT_MS = 100;
 /** Backoff without Retry-After: 0.5 s, 1 s, 2 s, 4 s, 8 s (±20 %), the same curve as the SDK's (spec 8). */
 const BACKOFF_BASE_MS = 500;
 const BACKOFF_MAX_MS = 8_000;
@@ -95,28 +97,50 @@ export class ProviderHttpClient {
     return new ProviderError(this.redact(`${this.options.provider} ${message}`), retryable, retryAfter);
   }
 
-  postJson(url: string, body: unknown, priority: Priority = 'background'): Promise<unknown> {
-    return this.limit.run(() => this.postWithRetries(url, JSON.stringify(body)), priority);
+  /**
+   * `interactive` calls (a query's) end within the policy's `queryTimeoutMs`, the wait for a free
+   * connection included: a retry that cannot be made in time is not made.
+   */
+  async postJson(url: string, body: unknown, priority: Priority = 'background'): Promise<unknown> {
+    const budgetMs = priority === 'interactive' ? this.policy.queryTimeoutMs : undefined;
+    const deadline = budgetMs === undefined ? undefined : Date.now() + budgetMs;
+    try {
+      return await this.limit.run(() => this.postWithRetries(url, JSON.stringify(body), deadline === undefined ? undefined : { deadline, budgetMs: budgetMs! }), priority, deadline);
+    } catch (error) {
+      if (error instanceof NoFreeSlotError) {
+        throw this.fail(`had no free connection within ${budgetMs} ms (PROVIDER_QUERY_TIMEOUT_MS): PROVIDER_CONCURRENCY (${error.limit}) requests in flight`, true);
+      }
+      throw error;
+    }
   }
 
-  private async postWithRetries(url: string, payload: string): Promise<unknown> {
+  private async postWithRetries(url: string, payload: string, budget: { deadline: number; budgetMs: number } | undefined): Promise<unknown> {
+    const deadline = budget?.deadline;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
     if (this.options.apiKey) Object.assign(headers, (this.options.authHeaders ?? bearer)(this.options.apiKey));
+    // Whether a pause and then an attempt of at least MIN_ATTEMPT_MS still fit before the deadline.
+    const inTime = (pauseMs: number) => deadline === undefined || Date.now() + pauseMs + MIN_ATTEMPT_MS <= deadline;
     for (let attempt = 0; ; attempt++) {
       const canRetry = attempt < this.policy.maxRetries;
+      const budgetLeft = deadline === undefined ? Number.POSITIVE_INFINITY : deadline - Date.now();
+      const timeoutMs = Math.max(1, Math.min(this.policy.timeoutMs, budgetLeft));
       let status: number;
       let text: string;
       let responseHeaders: Headers;
       try {
-        const response = await this.fetchImpl(url, { method: 'POST', headers, body: payload, signal: AbortSignal.timeout(this.policy.timeoutMs) });
+        const response = await this.fetchImpl(url, { method: 'POST', headers, body: payload, signal: AbortSignal.timeout(timeoutMs) });
         status = response.status;
         responseHeaders = response.headers;
         text = await response.text();
       } catch (error) {
-        const failure = describeTransportError(error, this.policy.timeoutMs);
+        // An attempt the query's budget cut short: the provider did not answer within the budget.
+        const failure = budget && timeoutMs < this.policy.timeoutMs
+          ? describeTransportError(error, `${budget.budgetMs} ms (PROVIDER_QUERY_TIMEOUT_MS)`)
+          : describeTransportError(error, `${timeoutMs} ms`);
         if (isPermanentTransportError(error)) throw this.fail(failure, false);
-        if (!canRetry) throw this.fail(failure, true);
-        await this.pause(backoffMs(attempt), { attempt, reason: failure });
+        const delay = backoffMs(attempt);
+        if (!canRetry || !inTime(delay)) throw this.fail(failure, true);
+        await this.pause(delay, { attempt, reason: failure });
         continue;
       }
       if (status >= 200 && status < 300) return this.parse(text);
@@ -124,7 +148,7 @@ export class ProviderHttpClient {
       if (!isRetryableStatus(status)) throw this.fail(message, false);
       const askedFor = retryAfterMs(responseHeaders);
       const delay = askedFor ?? backoffMs(attempt);
-      if (!canRetry || delay > MAX_RETRY_DELAY_MS) throw this.fail(message, true, askedFor);
+      if (!canRetry || delay > MAX_RETRY_DELAY_MS || !inTime(delay)) throw this.fail(message, true, askedFor);
       await this.pause(delay, { attempt, status, reason: message });
     }
   }
@@ -161,9 +185,9 @@ function isPermanentTransportError(error: unknown): boolean {
   return typeof code === 'string' && PERMANENT_TRANSPORT_CODES.has(code);
 }
 
-function describeTransportError(error: unknown, timeoutMs: number): string {
+function describeTransportError(error: unknown, timeout: string): string {
   const name = (error as { name?: string }).name;
-  if (name === 'TimeoutError' || name === 'AbortError') return `did not answer within ${timeoutMs} ms`;
+  if (name === 'TimeoutError' || name === 'AbortError') return `did not answer within ${timeout}`;
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   return `could not be reached: ${cause?.code ?? cause?.message ?? (error as Error).message ?? String(error)}`;
 }
