@@ -82,6 +82,7 @@ export const ElementList = PageOf(ElementView);
 export const CollectionReprocessResult = Type.Object({
   queued: Type.Integer({ description: 'ready or failed documents queued again' }),
   skipped: Type.Integer({ description: 'documents left as they were, already pending or processing' }),
+  retried_now: Type.Integer({ description: 'pending documents that were waiting for their embedding provider, tried now' }),
 }, { additionalProperties: false });
 
 /** A file of a batch refused at upload (`serializeRefused`): no document was stored. */

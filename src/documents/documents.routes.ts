@@ -124,7 +124,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
 
   app.post('/v1/collections/:name/documents/:id/reprocess', {
     config: { ...scope('document:upload'), openapi: { success: 202, response: DocumentView } },
-    schema: { tags, params: DocumentParams, summary: 'Parse, chunk and embed the document again from its stored original; 202 with the pending document' },
+    schema: { tags, params: DocumentParams, summary: 'Parse, chunk and embed the document again from its stored original (one waiting for its provider: try it now); 202 with the pending document' },
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const document = await reprocessDocument(sql, services.jobs, collection, request.params.id);
@@ -133,7 +133,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
 
   app.post('/v1/collections/:name/reprocess', {
     config: { ...scope('document:upload'), openapi: { success: 202, response: CollectionReprocessResult } },
-    schema: { tags, params: NameParams, summary: 'Reprocess every ready or failed document of the collection (after a chunking change); 202 `{queued, skipped}`' },
+    schema: { tags, params: NameParams, summary: 'Reprocess every ready or failed document of the collection (after a chunking change) and try now those waiting for their provider; 202 `{queued, skipped, retried_now}`' },
   }, async (request, reply) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     return reply.code(202).send(await reprocessCollection(sql, services.jobs, collection));

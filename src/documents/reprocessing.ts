@@ -38,21 +38,27 @@ export async function reprocessDocument(sql: SqlRunner, queue: JobQueue, collect
   );
   if (!existing) throw new NotFoundError(`Document ${documentId} not found in collection ${collection.name}`);
   if (!existing.has_original) throw new ConflictError(`Document ${documentId} has no stored original to reprocess`);
+  // Waiting for its provider: tried now instead of at its next attempt.
+  if (await queue.retryWaitingForProvider(collection.id, documentId) > 0) {
+    const [waiting] = await sql<DocumentRow>('select * from documents where id = ?', [documentId]);
+    if (waiting) return documentFromRow(waiting);
+  }
   throw new ConflictError(`Document ${documentId} is ${existing.status}: it is already queued for ingestion`);
 }
 
 /**
- * Requeues every ready or failed document of the collection; those already pending or processing
- * are left as they are and counted as skipped. Both counts come from the statement that requeues:
+ * Requeues every ready or failed document of the collection, and tries now those waiting for their
+ * provider; the others pending or processing are left as they are and counted as skipped. Both counts come from the statement that requeues:
  * its count of pending documents reads the rows as they were before its update. Counted in a
  * statement of its own afterwards, a requeued document a worker had already finished was taken off
  * `skipped`, which could go below 0.
  */
-export async function reprocessCollection(sql: SqlRunner, queue: JobQueue, collection: CollectionRecord): Promise<{ queued: number; skipped: number }> {
+export async function reprocessCollection(sql: SqlRunner, queue: JobQueue, collection: CollectionRecord): Promise<{ queued: number; skipped: number; retried_now: number }> {
   const [counts] = await sql<{ queued: string | number; skipped: string | number }>(requeueStatement('', `
     select (select count(*) from document) as queued,
       (select count(*) from documents where collection_id = ? and status in ('pending', 'processing')) as skipped`), [collection.id, collection.id]);
   const queued = Number(counts?.queued ?? 0);
   if (queued > 0) queue.notify();
-  return { queued, skipped: Number(counts?.skipped ?? 0) };
+  const retriedNow = await queue.retryWaitingForProvider(collection.id);
+  return { queued, skipped: Number(counts?.skipped ?? 0) - retriedNow, retried_now: retriedNow };
 }

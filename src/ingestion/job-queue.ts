@@ -171,6 +171,25 @@ export class JobQueue {
   }
 
   /**
+   * Tries now the jobs of a collection (or of one document) that wait for their provider: after the
+   * collection's key changed, or at a user's request (reprocess). Their documents' progress says
+   * so. Returns how many.
+   */
+  async retryWaitingForProvider(collectionId: string, documentId?: string): Promise<number> {
+    const rows = await this.sql<{ id: string }>(
+      `with woken as (
+         update jobs set run_after = now(), updated_at = now()
+         where collection_id = ? ${documentId ? 'and document_id = ?' : ''} and status = 'queued' and provider_unavailable_since is not null and run_after > now()
+         returning document_id)
+       update documents set progress = progress || jsonb_build_object('next_attempt_at', ?::text), updated_at = now()
+       where id in (select document_id from woken) returning id`,
+      [collectionId, ...(documentId ? [documentId] : []), new Date().toISOString()],
+    );
+    if (rows.length > 0) this.notify();
+    return rows.length;
+  }
+
+  /**
    * Which of these jobs this process still holds: not handed back at a stop, nor taken over by
    * another run after their lease lapsed.
    */

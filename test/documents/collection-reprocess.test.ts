@@ -30,7 +30,7 @@ for (const backend of testBackends()) {
     };
 
     await t.test('documents still pending are skipped, not queued twice', async (t) => {
-      t.same(await reprocess(), { queued: 0, skipped: 3 });
+      t.same(await reprocess(), { queued: 0, skipped: 3, retried_now: 0 });
       const [jobs] = await services.sql<{ count: string | number }>('select count(*) as count from jobs');
       t.equal(Number(jobs!.count), 3, 'one job a document');
     });
@@ -38,7 +38,7 @@ for (const backend of testBackends()) {
     await t.test('ready documents are queued; a second call while they run adds up to the same three', async (t) => {
       await services.start();
       await waitForIngestion(app, 'harbour', admin);
-      t.same(await reprocess(), { queued: 3, skipped: 0 });
+      t.same(await reprocess(), { queued: 3, skipped: 0, retried_now: 0 });
       // Workers may finish some before this call: those are queued again, the rest skipped.
       const again = await reprocess();
       t.equal(again.queued + again.skipped, 3, `queued ${again.queued} + skipped ${again.skipped}`);
@@ -53,7 +53,7 @@ for (const backend of testBackends()) {
         if (!query.includes('update documents')) await services.sql("update documents set status = 'ready' where collection_id = ?", [collection.id]);
         return services.sql(query, params);
       }, { dialect: services.sql.dialect, transaction: services.sql.transaction }) as SqlRunner;
-      t.same(await reprocessCollection(finishingWorkers, services.jobs, collection), { queued: 3, skipped: 0 });
+      t.same(await reprocessCollection(finishingWorkers, services.jobs, collection), { queued: 3, skipped: 0, retried_now: 0 });
       await waitForIngestion(app, 'harbour', admin);
     });
   });

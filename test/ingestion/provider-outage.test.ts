@@ -74,6 +74,42 @@ for (const backend of testBackends()) {
       t.equal(await attemptsOf(id), 0, 'no attempt used up while it waits');
     });
 
+    await t.test('documents waiting for their provider are tried at once on reprocess, and when the collection\'s key changes', async (t) => {
+      // A wait of 10 minutes: the first pause is 15 s, which each step below must not need.
+      const { fake, api, until, document } = await outageApp(t, backend, 600_000);
+      const waitFor = async (filename: string, text: string) => {
+        const { id } = await api.upload('docs', filename, text);
+        const waiting = await until(id, (current) => current.progress?.next_attempt_at !== undefined || current.status === 'ready' || current.status === 'failed');
+        t.equal(waiting.status, 'pending', `${filename} waits`);
+        return { id, nextAttempt: Date.parse(waiting.progress.next_attempt_at) };
+      };
+
+      fake.failNext('openai', OVERLOADED);
+      const first = await waitFor('first.txt', 'Notes on the first lighthouse.');
+      const reprocessed = await api.ok('POST', `/v1/collections/docs/documents/${first.id}/reprocess`, undefined, 202);
+      t.equal(reprocessed.status, 'pending');
+      t.ok(Date.parse(reprocessed.progress.next_attempt_at) <= Date.now(), 'its next attempt is now');
+      t.equal((await until(first.id, (current) => current.status === 'ready')).status, 'ready');
+      t.ok(Date.now() < first.nextAttempt, 'ingested before the attempt it waited for');
+      t.equal((await api.send('POST', `/v1/collections/docs/documents/${first.id}/reprocess`)).statusCode, 202, 'a ready document is reprocessed as before');
+      await until(first.id, (current) => current.status === 'ready');
+
+      fake.failNext('openai', OVERLOADED);
+      const second = await waitFor('second.txt', 'Notes on the second lighthouse.');
+      t.equal((await api.send('PATCH', '/v1/collections/docs', { embedding_api_key: KEY })).statusCode, 200);
+      t.equal((await until(second.id, (current) => current.status === 'ready')).status, 'ready', 'a new key: tried at once');
+      t.ok(Date.now() < second.nextAttempt, 'before the attempt it waited for');
+
+      fake.failNext('openai', OVERLOADED);
+      const third = await waitFor('third.txt', 'Notes on the third lighthouse.');
+      const collection = await api.ok('POST', '/v1/collections/docs/reprocess', undefined, 202);
+      t.same(collection, { queued: 2, skipped: 0, retried_now: 1 }, 'the ready ones are queued again, the waiting one tried now');
+      const documents = await api.settle('docs');
+      t.same(documents.map((current) => current.status), ['ready', 'ready', 'ready']);
+      t.ok(Date.now() < third.nextAttempt, 'before the attempt it waited for');
+      t.equal((await document(third.id)).progress.next_attempt_at, undefined, 'a document ingested says nothing of a next attempt');
+    });
+
     await t.test('a provider down for longer than PROVIDER_OUTAGE_WAIT_S: the document fails, saying how long it waited', async (t) => {
       const { fake, api, until } = await outageApp(t, backend, 1000);
       fake.failNext('openai', OVERLOADED, 1000);
