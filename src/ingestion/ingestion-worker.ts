@@ -257,13 +257,20 @@ export class IngestionWorker {
     // When the database cannot say, the take-back is tried anyway (it fails as well, most likely).
     const held = await this.queue.stillHeld(failures.map(({ job }) => job.id)).catch(() => null);
     await this.takeBackWrittenParts(failures.map(({ job }) => job).filter((job) => !held || held.has(job.id)));
+    const waiting: Array<{ detail: string; nextAttemptAt: Date }> = [];
     for (const { job, failure } of failures) {
       const detail = `${failure.stage} failed: ${failure.message}`;
       const told = failure.providerUnavailable && this.providerOutageWaitMs > 0
         ? await this.waitForProvider(job, detail, failure.providerUnavailable.retryAfterMs)
         : await this.failOrRetry(job, detail, failure.retryable);
+      if (told?.nextAttemptAt) waiting.push({ detail, nextAttemptAt: told.nextAttemptAt });
       // Handed back at a stop (or taken over): the document is another run's now.
       if (told && job.document_id) await this.tellDocument(job.document_id, told, failure.stage);
+    }
+    // One line for the batch: a line per document was 64 a claim, each few minutes of an outage.
+    if (waiting.length > 0) {
+      const nextAttemptAt = new Date(Math.min(...waiting.map((wait) => wait.nextAttemptAt.getTime())));
+      this.logger.warn({ jobs: waiting.length, error: waiting[0]!.detail, nextAttemptAt }, 'ingestion jobs wait for their provider, which is unavailable');
     }
   }
 
@@ -277,17 +284,15 @@ export class IngestionWorker {
   private async waitForProvider(job: Job, detail: string, retryAfterMs: number | undefined): Promise<DocumentFailure | null> {
     const wait = await this.queue.waitForProvider(job, detail, { retryAfterMs, maxWaitMs: this.providerOutageWaitMs })
       .catch(() => ({ outcome: 'failed', waitedMs: 0 }) as const);
-    const context = { jobId: job.id, documentId: job.document_id, error: detail };
     switch (wait.outcome) {
       case 'not held':
         return null;
       case 'failed': {
-        this.logger.warn({ ...context, outcome: 'failed' }, 'ingestion failed: its provider stayed unavailable');
+        this.logger.warn({ jobId: job.id, documentId: job.document_id, outcome: 'failed', error: detail }, 'ingestion failed: its provider stayed unavailable');
         const waited = wait.waitedMs > 0 ? `the provider was unavailable for ${describeDuration(wait.waitedMs)}, more than PROVIDER_OUTAGE_WAIT_S` : 'the wait for the provider could not be recorded';
         return { failed: true, message: `${detail} (${waited}: not tried again)` };
       }
       case 'waiting':
-        this.logger.warn({ ...context, outcome: 'waiting', nextAttemptAt: wait.nextAttemptAt }, 'ingestion waits for its provider');
         return {
           failed: false,
           message: `${detail} (waiting for the provider since ${wait.since.toISOString().replace(/\.\d{3}Z$/, 'Z')}, at most ${describeDuration(this.providerOutageWaitMs)})`,

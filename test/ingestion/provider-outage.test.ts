@@ -11,18 +11,20 @@
  */
 import t from 'tap';
 import { startProviderFake } from '../support/provider-fakes.js';
-import { buildTestApp, setupAdmin, testBackends, type Backend } from '../support/test-app.js';
+import { logLines } from '../support/log-lines.js';
+import { buildTestApp, multipartUpload, setupAdmin, testBackends, type Backend, type TestAppOptions } from '../support/test-app.js';
 import { providerApi } from '../providers/provider-api.js';
 
 const KEY = 'sk-test-OUTAGE-KEY-0123456789abcdef';
 const OVERLOADED = { status: 503, body: { error: { message: 'The engine is currently overloaded' } } };
 
-async function outageApp(t: { teardown(fn: () => Promise<void>): void }, backend: Backend, providerOutageWaitMs: number) {
+async function outageApp(t: { teardown(fn: () => Promise<void>): void }, backend: Backend, providerOutageWaitMs: number, options: TestAppOptions = {}) {
   const fake = await startProviderFake({ apiKey: KEY });
   t.teardown(() => fake.close());
-  const ctx = await buildTestApp(backend, { masterKey: 'test-master-key', providerMaxRetries: 0, providerTimeoutMs: 3000, providerOutageWaitMs });
+  const ctx = await buildTestApp(backend, { masterKey: 'test-master-key', providerMaxRetries: 0, providerTimeoutMs: 3000, providerOutageWaitMs }, options);
   t.teardown(() => ctx.close());
-  const api = providerApi(ctx.app, { cookie: await setupAdmin(ctx.app) });
+  const cookie = await setupAdmin(ctx.app);
+  const api = providerApi(ctx.app, { cookie });
   await api.createCollection({ name: 'docs', embedding_provider: 'openai', embedding_model: 'text-embedding-3-small', dimension: 64, embedding_api_key: KEY, embedding_base_url: fake.baseUrl('openai') });
   const document = (id: string) => api.ok('GET', `/v1/collections/docs/documents/${id}`);
   const until = async (id: string, done: (document: any) => boolean, timeoutMs = 30_000) => {
@@ -34,7 +36,7 @@ async function outageApp(t: { teardown(fn: () => Promise<void>): void }, backend
     }
   };
   const attemptsOf = async (id: string) => Number((await ctx.services.sql<{ attempts: number }>('select attempts from jobs where document_id = ?', [id]))[0]!.attempts);
-  return { fake, api, ctx, document, until, attemptsOf };
+  return { fake, api, ctx, cookie, document, until, attemptsOf };
 }
 
 for (const backend of testBackends()) {
@@ -108,6 +110,20 @@ for (const backend of testBackends()) {
       t.same(documents.map((current) => current.status), ['ready', 'ready', 'ready']);
       t.ok(Date.now() < third.nextAttempt, 'before the attempt it waited for');
       t.equal((await document(third.id)).progress.next_attempt_at, undefined, 'a document ingested says nothing of a next attempt');
+    });
+
+    await t.test('a batch waiting for its provider is one warn line, not one per document', async (t) => {
+      const { lines, stream: logStream } = logLines();
+      const { fake, ctx, cookie, until } = await outageApp(t, backend, 600_000, { logStream });
+      fake.failNext('openai', OVERLOADED);
+      const files = ['one', 'two', 'three'].map((name) => ({ filename: `${name}.txt`, content: `The ${name} harbour note.`, contentType: 'text/plain' }));
+      const upload = multipartUpload(files);
+      const answer = await ctx.app.inject({ method: 'POST', url: '/v1/collections/docs/documents/batch', headers: { cookie, ...upload.headers }, payload: upload.payload });
+      t.equal(answer.statusCode, 202, answer.body);
+      for (const { id } of answer.json().documents) await until(id, (current) => current.progress?.next_attempt_at !== undefined);
+      const waits = lines.filter((line) => line.msg === 'ingestion jobs wait for their provider, which is unavailable');
+      t.equal(waits.length, 1, 'one line');
+      t.match(waits[0], { level: 40, jobs: 3, error: 'embedding failed: openai answered 503: The engine is currently overloaded' });
     });
 
     await t.test('a provider down for longer than PROVIDER_OUTAGE_WAIT_S: the document fails, saying how long it waited', async (t) => {
