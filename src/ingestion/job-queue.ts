@@ -39,7 +39,11 @@ export type ProviderWait =
   | { outcome: 'failed'; waitedMs: number }
   | { outcome: 'not held' };
 
-/** Pauses of a job waiting for its provider: from the first (or a twentieth of the wait allowed, when shorter), as long as it has waited, up to the last. */
+/**
+ * Pauses of a job waiting for its provider: from the first (or a twentieth of the wait allowed, when
+ * shorter), half as long as it has waited, up to the last; so a document is ingested at most about
+ * half an outage's length after the provider is back.
+ */
 const PROVIDER_PAUSE_FIRST_MS = 15_000;
 const PROVIDER_PAUSE_LAST_MS = 5 * 60_000;
 
@@ -143,7 +147,7 @@ export class JobQueue {
   /**
    * Queues again a job this process holds whose model provider is unavailable, its attempt not
    * counted: after as long as the provider asked (`retryAfterMs`, its Retry-After), else after a
-   * pause as long as the job has waited so far (doubling, within PROVIDER_PAUSE_FIRST_MS and
+   * pause half as long as the job has waited so far (within PROVIDER_PAUSE_FIRST_MS and
    * PROVIDER_PAUSE_LAST_MS). Once the provider has been unavailable to the job for longer than
    * `maxWaitMs` the job fails instead. Counted as attempts, such failures failed every document
    * being ingested after a 30 s outage, and a 429 asking for two minutes after 6 s.
@@ -159,7 +163,7 @@ export class JobQueue {
          provider_unavailable_since = w.since,
          status = case when w.waited_ms > ?::double precision then 'failed' else 'queued' end,
          attempts = case when w.waited_ms > ?::double precision then j.attempts else greatest(j.attempts - 1, 0) end,
-         run_after = now() + greatest(?::double precision, least(greatest(w.waited_ms, ?::double precision), ?::double precision)) * interval '1 millisecond',
+         run_after = now() + greatest(?::double precision, least(greatest(w.waited_ms / 2, ?::double precision), ?::double precision)) * interval '1 millisecond',
          last_error = ?, locked_by = null, updated_at = now()
        from waited w where j.id = w.id
        returning j.status, w.since, j.run_after, w.waited_ms`,
