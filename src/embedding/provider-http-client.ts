@@ -103,9 +103,9 @@ export class ProviderHttpClient {
    */
   async postJson(url: string, body: unknown, priority: Priority = 'background'): Promise<unknown> {
     const budgetMs = priority === 'interactive' ? this.policy.queryTimeoutMs : undefined;
-    const deadline = budgetMs === undefined ? undefined : Date.now() + budgetMs;
+    const budget = budgetMs === undefined ? undefined : { budgetMs, deadline: Date.now() + budgetMs };
     try {
-      return await this.limit.run(() => this.postWithRetries(url, JSON.stringify(body), deadline === undefined ? undefined : { deadline, budgetMs: budgetMs! }), priority, deadline);
+      return await this.limit.run(() => this.postWithRetries(url, JSON.stringify(body), budget), priority, budget?.deadline);
     } catch (error) {
       if (error instanceof NoFreeSlotError) {
         throw this.fail(`had no free connection within ${budgetMs} ms (PROVIDER_QUERY_TIMEOUT_MS): PROVIDER_CONCURRENCY (${error.limit}) requests in flight`, true);
