@@ -30,6 +30,21 @@ function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
 }
 
+/**
+ * OpenAI's answer to an account out of credit: a 429 like a rate limit, but no wait mends it (the
+ * account's billing does). Retried as a rate limit, a query waited 7.5 s for its 502 and documents
+ * waited for the provider for an hour before failing.
+ */
+function isQuotaExhausted(status: number, body: string): boolean {
+  if (status !== 429) return false;
+  try {
+    const error = (JSON.parse(body) as { error?: { code?: unknown; type?: unknown } }).error;
+    return error?.code === 'insufficient_quota' || error?.type === 'insufficient_quota';
+  } catch {
+    return false;
+  }
+}
+
 /** `Retry-After` in seconds or as an HTTP date, or OpenAI's `retry-after-ms`; undefined when absent or unreadable. */
 export function retryAfterMs(headers: Headers, now = Date.now()): number | undefined {
   const milliseconds = Number(headers.get('retry-after-ms') ?? Number.NaN);
@@ -145,7 +160,7 @@ export class ProviderHttpClient {
       }
       if (status >= 200 && status < 300) return this.parse(text);
       const message = `answered ${status}: ${providerMessage(text)}`;
-      if (!isRetryableStatus(status)) throw this.fail(message, false);
+      if (!isRetryableStatus(status) || isQuotaExhausted(status, text)) throw this.fail(message, false);
       const askedFor = retryAfterMs(responseHeaders);
       const delay = askedFor ?? backoffMs(attempt);
       if (!canRetry || delay > MAX_RETRY_DELAY_MS || !inTime(delay)) throw this.fail(message, true, askedFor);

@@ -157,6 +157,9 @@ for (const backend of testBackends()) {
     const failures: Array<[string, Parameters<ProviderFake['failNext']>[1], RegExp]> = [
       ['malformed JSON', { malformed: true }, /^embedding failed: openai answered with a body that is not JSON$/],
       ['vectors of the wrong length', { dimension: 32 }, /^embedding failed: openai model text-embedding-3-small returned 32-dimensional vectors, but dimension 64 is configured$/],
+      // OpenAI's account out of credit: a 429 no wait mends.
+      ['a 429 for an account out of credit', { status: 429, body: { error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } } },
+        /^embedding failed: openai answered 429: You exceeded your current quota, please check your plan and billing details\.$/],
       ['a 400', { status: 400, body: { error: { message: "'$.input' is invalid. Please check the API reference", type: 'invalid_request_error' } } }, /^embedding failed: openai answered 400: '\$\.input' is invalid/],
       // Vectors are matched to texts by index: one that names no text sent is refused, not stored on the wrong chunk.
       ['an index that names no text sent', { status: 200, body: { data: [{ index: 1, embedding: Array.from({ length: 64 }, () => 0.125) }], usage: { prompt_tokens: 3 } } },

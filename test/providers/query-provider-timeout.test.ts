@@ -42,6 +42,14 @@ t.test('a 429 asking for 30 s: the query answers 502 at once instead of waiting'
   t.equal(keyword.statusCode, 200, 'keyword queries need no provider');
 });
 
+t.test('a 429 for an account out of credit: 502 at once, not retried as a rate limit', async (t) => {
+  const { fake, api } = await budgetApp(t, { providerQueryTimeoutMs: 10_000 });
+  fake.failNext('openai', { status: 429, body: { error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', code: 'insufficient_quota' } } }, 10);
+  const answer = await api.send('POST', '/v1/collections/docs/query', { query: 'lighthouse', search_mode: 'semantic' });
+  assertError(t, answer, 502, 'openai answered 429: You exceeded your current quota, please check your plan and billing details.', 'no credit');
+  t.equal(fake.requestsTo('openai').length, 1);
+});
+
 t.test('retries that fit in the budget are still made', async (t) => {
   const { fake, api } = await budgetApp(t, { providerQueryTimeoutMs: 5000 });
   fake.failNext('openai', { status: 503, body: { error: { message: 'overloaded' } } }, 1);
