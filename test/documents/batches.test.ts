@@ -243,7 +243,7 @@ for (const backend of testBackends()) {
       t.equal(patched.statusCode, 200);
       const all = await app.inject({ method: 'POST', url: '/v1/collections/rechunk/reprocess', headers: admin });
       t.equal(all.statusCode, 202);
-      t.same(all.json(), { queued: 2, skipped: 0 });
+      t.same(all.json(), { queued: 2, skipped: 0, retried_now: 0 });
       const documents = await waitForIngestion(app, 'rechunk', admin);
       t.same(documents.map((document) => document.status), ['ready', 'ready']);
       const rechunked = (await app.inject({ url: `/v1/collections/rechunk/documents/${id}/chunks`, headers: admin })).json();
