@@ -73,6 +73,11 @@ export const CollectionStatsView = Type.Object({
   collection: Type.String(),
   documents: Type.Integer(),
   documents_by_status: DocumentsByStatus,
+  waiting_for_provider: Type.Object({
+    documents: Type.Integer({ description: 'pending documents waiting for their embedding provider, which is unavailable (PROVIDER_OUTAGE_WAIT_S)' }),
+    since: Nullable(Type.String({ format: 'date-time', description: 'since when the first of them has waited' })),
+    error: Nullable(Type.String({ description: 'the provider\'s latest failure' })),
+  }, { additionalProperties: false }),
   chunks: Type.Integer(),
   raw_vectors: Type.Integer({ description: 'chunks upserted as vectors, with no document' }),
   vectors: Type.Integer({ description: 'vectors in the vector store' }),

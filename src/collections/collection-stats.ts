@@ -9,6 +9,11 @@ export async function collectionStats(sql: SqlRunner, vectorStore: VectorStore, 
     `select count(*) as chunks, count(*) filter (where document_id is null) as raw, coalesce(sum(octet_length(text)), 0) as text_bytes
      from chunks where collection_id = ?`, [collection.id],
   );
+  // Pending documents whose embedding provider is unavailable (IngestionWorker): how many, since when, and why.
+  const [waiting] = await sql<{ documents: string | number; since: Date | string | null; error: string | null }>(
+    `select count(*) as documents, min(provider_unavailable_since) as since, (array_agg(last_error order by updated_at desc))[1] as error
+     from jobs where collection_id = ? and status = 'queued' and provider_unavailable_since is not null`, [collection.id],
+  );
   const vectors = await vectorStore.count(collection.id);
   const fileBytes = Number(documents?.files ?? 0);
   const textBytes = Number(chunks?.text_bytes ?? 0);
@@ -17,6 +22,11 @@ export async function collectionStats(sql: SqlRunner, vectorStore: VectorStore, 
     collection: collection.name,
     documents: Object.values(byStatus).reduce((sum, count) => sum + count, 0),
     documents_by_status: byStatus,
+    waiting_for_provider: {
+      documents: Number(waiting?.documents ?? 0),
+      since: waiting?.since ? new Date(waiting.since).toISOString() : null,
+      error: waiting?.error ?? null,
+    },
     chunks: Number(chunks?.chunks ?? 0),
     raw_vectors: Number(chunks?.raw ?? 0),
     vectors,

@@ -52,11 +52,16 @@ for (const backend of testBackends()) {
       t.match(waiting.progress.message, /^embedding failed: openai answered 503: The engine is currently overloaded \(waiting for the provider since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, at most 20 s\)$/);
       t.ok(Date.parse(waiting.progress.next_attempt_at) > Date.now() - 1000, `says when it is tried next (${waiting.progress.next_attempt_at})`);
       t.equal(waiting.error, null);
+      const stats = await api.stats('docs');
+      t.equal(stats.documents_by_status.pending, 1);
+      t.match(stats.waiting_for_provider, { documents: 1, error: 'embedding failed: openai answered 503: The engine is currently overloaded' }, 'the collection\'s stats say how many wait for the provider, and why');
+      t.ok(Date.parse(stats.waiting_for_provider.since) <= Date.now(), `and since when (${stats.waiting_for_provider.since})`);
 
       const ready = await until(id, (current) => current.status !== 'pending' && current.status !== 'processing');
       t.equal(ready.status, 'ready', ready.error ?? '');
       t.equal(fake.requestsTo('openai').length, 5, 'four failures, then the answer');
       t.equal(await attemptsOf(id), 1, 'the waits used up no attempt');
+      t.same((await api.stats('docs')).waiting_for_provider, { documents: 0, since: null, error: null }, 'none waits once it is ingested');
       t.equal((await api.query('docs', { query: 'lighthouse tide tables', search_mode: 'semantic' })).results[0]?.document_id, id, 'and it is found');
     });
 
