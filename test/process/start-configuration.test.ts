@@ -30,6 +30,8 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
     [{ DATABASE_URL: 'postgresql://user:hunter2@127.0.0.1:5432' }, /^DATABASE_URL must be a PostgreSQL URL naming a database/],
     [{ DATABASE_URL: 'mysql://127.0.0.1/app' }, /^DATABASE_URL must be a PostgreSQL URL/],
     [{ INDEX_WARM_UP: 'yes' }, /^INDEX_WARM_UP must be "true" or "false", got "yes"$/],
+    [{ PROVIDER_QUERY_TIMEOUT_MS: '0' }, /^PROVIDER_QUERY_TIMEOUT_MS must be an integer/],
+    [{ PROVIDER_OUTAGE_WAIT_S: 'an hour' }, /^PROVIDER_OUTAGE_WAIT_S must be an integer/],
   ];
   for (const [env, message] of refused) {
     t.throws(() => loadConfig(env), message, JSON.stringify(env));
@@ -39,6 +41,8 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
   t.match(loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DATABASE_URL: 'postgres://u@db.internal/app' }), { port: 0, logLevel: 'silent', databaseUrl: 'postgres://u@db.internal/app' });
   t.match(loadConfig({}), { warmUpIndexes: true }, 'INDEX_WARM_UP is on by default');
   t.match(loadConfig({ INDEX_WARM_UP: 'false' }), { warmUpIndexes: false });
+  t.match(loadConfig({}), { providerQueryTimeoutMs: 10_000, providerOutageWaitMs: 3_600_000 }, 'a query waits 10 s for its provider, a document an hour');
+  t.match(loadConfig({ PROVIDER_QUERY_TIMEOUT_MS: '2500', PROVIDER_OUTAGE_WAIT_S: '0' }), { providerQueryTimeoutMs: 2500, providerOutageWaitMs: 0 });
 });
 
 /** Starts the service with `env` over the test's environment and waits for it to exit. */
