@@ -48,10 +48,11 @@ export async function reprocessDocument(sql: SqlRunner, queue: JobQueue, collect
 
 /**
  * Requeues every ready or failed document of the collection, and tries now those waiting for their
- * provider; the others pending or processing are left as they are and counted as skipped. Both counts come from the statement that requeues:
- * its count of pending documents reads the rows as they were before its update. Counted in a
- * statement of its own afterwards, a requeued document a worker had already finished was taken off
- * `skipped`, which could go below 0.
+ * provider (`retried_now`); the others pending or processing are left as they are and counted as
+ * skipped. `queued` and `skipped` come from the statement that requeues: its count of pending
+ * documents reads the rows as they were before its update. Counted in a statement of its own
+ * afterwards, a requeued document a worker had already finished was taken off `skipped`, which
+ * could go below 0.
  */
 export async function reprocessCollection(sql: SqlRunner, queue: JobQueue, collection: CollectionRecord): Promise<{ queued: number; skipped: number; retried_now: number }> {
   const [counts] = await sql<{ queued: string | number; skipped: string | number }>(requeueStatement('', `
