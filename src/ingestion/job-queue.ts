@@ -175,6 +175,25 @@ export class JobQueue {
   }
 
   /**
+   * Postpones the collection's queued jobs due before `nextAttemptAt` to then, as waiting for the
+   * provider since `since` (unless they already were): a job of the collection found the provider
+   * unavailable, and they need the same. Their documents' progress says so (`message`). Returns how many.
+   */
+  async postponeQueuedForProvider(collectionId: string, since: Date, nextAttemptAt: Date, message: string): Promise<number> {
+    const at = nextAttemptAt.toISOString();
+    const rows = await this.sql<{ id: string }>(
+      `with postponed as (
+         update jobs set run_after = ?::timestamptz, provider_unavailable_since = coalesce(provider_unavailable_since, ?::timestamptz), updated_at = now()
+         where collection_id = ? and status = 'queued' and run_after < ?::timestamptz
+         returning document_id)
+       update documents set progress = jsonb_build_object('stage', 'queued', 'percent', 0, 'message', ?::text, 'next_attempt_at', ?::text), updated_at = now()
+       where id in (select document_id from postponed) and status = 'pending' returning id`,
+      [at, since.toISOString(), collectionId, at, message, at],
+    );
+    return rows.length;
+  }
+
+  /**
    * Tries now the jobs of a collection (or of one document) that wait for their provider: after the
    * collection's key changed, or at a user's request (reprocess). Their documents' progress says
    * so. Returns how many.

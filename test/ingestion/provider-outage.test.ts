@@ -12,16 +12,16 @@
 import t from 'tap';
 import { startProviderFake } from '../support/provider-fakes.js';
 import { logLines } from '../support/log-lines.js';
-import { buildTestApp, multipartUpload, setupAdmin, testBackends, type Backend, type TestAppOptions } from '../support/test-app.js';
+import { buildTestApp, multipartUpload, setupAdmin, testBackends, waitForIngestion, type Backend, type TestAppOptions } from '../support/test-app.js';
 import { providerApi } from '../providers/provider-api.js';
 
 const KEY = 'sk-test-OUTAGE-KEY-0123456789abcdef';
 const OVERLOADED = { status: 503, body: { error: { message: 'The engine is currently overloaded' } } };
 
-async function outageApp(t: { teardown(fn: () => Promise<void>): void }, backend: Backend, providerOutageWaitMs: number, options: TestAppOptions = {}) {
+async function outageApp(t: { teardown(fn: () => Promise<void>): void }, backend: Backend, providerOutageWaitMs: number, options: TestAppOptions = {}, overrides: Record<string, number> = {}) {
   const fake = await startProviderFake({ apiKey: KEY });
   t.teardown(() => fake.close());
-  const ctx = await buildTestApp(backend, { masterKey: 'test-master-key', providerMaxRetries: 0, providerTimeoutMs: 3000, providerOutageWaitMs }, options);
+  const ctx = await buildTestApp(backend, { masterKey: 'test-master-key', providerMaxRetries: 0, providerTimeoutMs: 3000, providerOutageWaitMs, ...overrides }, options);
   t.teardown(() => ctx.close());
   const cookie = await setupAdmin(ctx.app);
   const api = providerApi(ctx.app, { cookie });
@@ -129,6 +129,31 @@ for (const backend of testBackends()) {
       const waits = lines.filter((line) => line.msg === 'ingestion jobs wait for their provider, which is unavailable');
       t.equal(waits.length, 1, 'one line');
       t.match(waits[0], { level: 40, jobs: 3, error: 'embedding failed: openai answered 503: The engine is currently overloaded' });
+    });
+
+    await t.test('once a claim finds the provider unavailable, the collection\'s other queued documents wait with it instead of each finding it again', async (t) => {
+      // One worker claims 64 jobs at a time: the first claim finds the provider down, the other 6 jobs are still queued.
+      // One request in flight: a claim's 64 chunks go in one request.
+      // The workers start once all 70 are queued: started before, a claim could take the first files of the upload alone.
+      const { fake, ctx, cookie, until } = await outageApp(t, backend, 20_000, { startWorkers: false }, { workerConcurrency: 1, providerConcurrency: 1 });
+      fake.failNext('openai', OVERLOADED);
+      const files = Array.from({ length: 70 }, (_, index) => ({ filename: `note-${index}.txt`, content: `Harbour note ${index} about the tides.`, contentType: 'text/plain' }));
+      const upload = multipartUpload(files);
+      const answer = await ctx.app.inject({ method: 'POST', url: '/v1/collections/docs/documents/batch', headers: { cookie, ...upload.headers }, payload: upload.payload });
+      t.equal(answer.statusCode, 202, answer.body);
+      const ids: string[] = answer.json().documents.map((document: { id: string }) => document.id);
+      await ctx.services.start();
+      const waiting = [];
+      for (const id of ids) waiting.push(await until(id, (current) => current.progress?.next_attempt_at !== undefined || current.status === 'ready'));
+      t.same(waiting.map((document) => document.status), ids.map(() => 'pending'), 'all 70 wait');
+      const postponed = waiting.filter((document) => document.progress.stage === 'queued');
+      t.equal(postponed.length, 6, 'the 6 not claimed wait without being tried');
+      t.match(postponed[0].progress.message, /^waiting for the provider \(since .*Z, at most 20 s\), which another document of the collection found unavailable: embedding failed: openai answered 503: The engine is currently overloaded$/);
+      const nextAttempts = waiting.map((document) => Date.parse(document.progress.next_attempt_at));
+      t.ok(Math.max(...nextAttempts) - Math.min(...nextAttempts) < 1000, 'all are tried again together');
+      t.equal(fake.requestsTo('openai').length, 1, 'one request found the provider down, not one a claim');
+      const documents = await waitForIngestion(ctx.app, 'docs', { cookie });
+      t.same(documents.map((document) => document.status), ids.map(() => 'ready'), 'all are ingested once it answers');
     });
 
     await t.test('a provider down for longer than PROVIDER_OUTAGE_WAIT_S: the document fails, saying how long it waited', async (t) => {
