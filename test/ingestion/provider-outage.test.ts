@@ -135,7 +135,8 @@ for (const backend of testBackends()) {
       // One worker claims 64 jobs at a time: the first claim finds the provider down, the other 6 jobs are still queued.
       // One request in flight: a claim's 64 chunks go in one request.
       // The workers start once all 70 are queued: started before, a claim could take the first files of the upload alone.
-      const { fake, ctx, cookie, until } = await outageApp(t, backend, 20_000, { startWorkers: false }, { workerConcurrency: 1, providerConcurrency: 1 });
+      // A wait of a minute: the first pause, 3 s, leaves time to read every document before they are tried again.
+      const { fake, ctx, cookie } = await outageApp(t, backend, 60_000, { startWorkers: false }, { workerConcurrency: 1, providerConcurrency: 1 });
       fake.failNext('openai', OVERLOADED);
       const files = Array.from({ length: 70 }, (_, index) => ({ filename: `note-${index}.txt`, content: `Harbour note ${index} about the tides.`, contentType: 'text/plain' }));
       const upload = multipartUpload(files);
@@ -143,12 +144,15 @@ for (const backend of testBackends()) {
       t.equal(answer.statusCode, 202, answer.body);
       const ids: string[] = answer.json().documents.map((document: { id: string }) => document.id);
       await ctx.services.start();
-      const waiting = [];
-      for (const id of ids) waiting.push(await until(id, (current) => current.progress?.next_attempt_at !== undefined || current.status === 'ready'));
+      let waiting: any[] = [];
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
+        waiting = (await ctx.app.inject({ url: '/v1/collections/docs/documents?limit=100', headers: { cookie } })).json().data;
+        if (waiting.every((document) => document.progress?.next_attempt_at !== undefined || document.status === 'ready')) break;
+      }
       t.same(waiting.map((document) => document.status), ids.map(() => 'pending'), 'all 70 wait');
       const postponed = waiting.filter((document) => document.progress.stage === 'queued');
       t.equal(postponed.length, 6, 'the 6 not claimed wait without being tried');
-      t.match(postponed[0].progress.message, /^waiting for the provider \(since .*Z, at most 20 s\), which another document of the collection found unavailable: embedding failed: openai answered 503: The engine is currently overloaded$/);
+      t.match(postponed[0].progress.message, /^waiting for the provider \(since .*Z, at most 60 s\), which another document of the collection found unavailable: embedding failed: openai answered 503: The engine is currently overloaded$/);
       const nextAttempts = waiting.map((document) => Date.parse(document.progress.next_attempt_at));
       t.ok(Math.max(...nextAttempts) - Math.min(...nextAttempts) < 1000, 'all are tried again together');
       t.equal(fake.requestsTo('openai').length, 1, 'one request found the provider down, not one a claim');
