@@ -170,6 +170,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       rerankers.forget(collection.id);
     },
     removeFiles: (collection) => files.remove(collection.id),
+    retryWaitingForProvider: (collectionId) => jobs.retryWaitingForProvider(collectionId),
   };
 
   const writeLocks: WriteLocks = db.kind === 'postgresql' && config.databaseUrl

@@ -39,10 +39,7 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
     schema: { tags, summary: 'Update the updatable fields; any other field is a 400 naming it', params: NameParams, body: CollectionUpdateBody },
   }, async (request) => {
     const input = assertUpdatableFields(request.body as Record<string, unknown>);
-    const collection = await updateCollection({ em: db.fork(), actor: requireActor(request) }, deps, request.params.name, input);
-    // A new key may be what documents waiting for the provider need (a refused quota, say).
-    if (input.embedding_api_key !== undefined) await services.jobs.retryWaitingForProvider(collection.id);
-    return serializeCollection(collection);
+    return serializeCollection(await updateCollection({ em: db.fork(), actor: requireActor(request) }, deps, request.params.name, input));
   });
 
   app.delete('/v1/collections/:name', { config: scope('collection:delete'), schema: { tags, summary: 'Delete a collection with its documents, chunks and vectors', params: NameParams } }, async (request, reply) => {

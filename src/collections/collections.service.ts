@@ -35,6 +35,8 @@ export interface CollectionDependencies {
   /** Drops the collection's embedding model and reranker instances. */
   forgetModels(collection: CollectionRecord): void;
   removeFiles(collection: CollectionRecord): Promise<void>;
+  /** Tries now the collection's documents that wait for their embedding provider (JobQueue.retryWaitingForProvider). */
+  retryWaitingForProvider(collectionId: string): Promise<number>;
 }
 
 function assertValidJsonSchema(schema: Record<string, unknown> | null | undefined): void {
@@ -182,6 +184,8 @@ export async function updateCollection(context: CollectionContext, deps: Collect
   // back when documents were written meanwhile, and answers cached under it were served again.
   await em.getConnection().execute('update collections set write_version = write_version + 1 where id = ?', [collection.id]);
   deps.directory.forget(collection.id);
+  // A new key may be what documents waiting for the provider need (a refused quota, say).
+  if (input.embedding_api_key !== undefined) await deps.retryWaitingForProvider(collection.id);
   return collection;
 }
 
