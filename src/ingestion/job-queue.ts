@@ -177,7 +177,9 @@ export class JobQueue {
   /**
    * Postpones the collection's queued jobs due before `nextAttemptAt` to then, as waiting for the
    * provider since `since` (unless they already were): a job of the collection found the provider
-   * unavailable, and they need the same. Their documents' progress says so (`message`). Returns how many.
+   * unavailable, and they need the same. Their documents' progress says so (`message`). Jobs that
+   * wait for a retry after a failure of their own (a file store that was away, say) keep their
+   * time: they may not need the provider, and they do not wait for it. Returns how many.
    */
   async postponeQueuedForProvider(collectionId: string, since: Date, nextAttemptAt: Date, message: string): Promise<number> {
     const at = nextAttemptAt.toISOString();
@@ -185,6 +187,7 @@ export class JobQueue {
       `with postponed as (
          update jobs set run_after = ?::timestamptz, provider_unavailable_since = coalesce(provider_unavailable_since, ?::timestamptz), updated_at = now()
          where collection_id = ? and status = 'queued' and run_after < ?::timestamptz
+           and (last_error is null or provider_unavailable_since is not null)
          returning document_id)
        update documents set progress = jsonb_build_object('stage', 'queued', 'percent', 0, 'message', ?::text, 'next_attempt_at', ?::text), updated_at = now()
        where id in (select document_id from postponed) and status = 'pending' returning id`,

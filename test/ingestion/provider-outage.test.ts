@@ -132,7 +132,7 @@ for (const backend of testBackends()) {
     });
 
     await t.test('once a claim finds the provider unavailable, the collection\'s other queued documents wait with it instead of each finding it again', async (t) => {
-      // One worker claims 64 jobs at a time: the first claim finds the provider down, the other 6 jobs are still queued.
+      // One worker claims 64 jobs at a time: the first claim finds the provider down, the other 5 due jobs are still queued.
       // One request in flight: a claim's 64 chunks go in one request.
       // The workers start once all 70 are queued: started before, a claim could take the first files of the upload alone.
       // A wait of a minute: the first pause, 3 s, leaves time to read every document before they are tried again.
@@ -143,21 +143,33 @@ for (const backend of testBackends()) {
       const answer = await ctx.app.inject({ method: 'POST', url: '/v1/collections/docs/documents/batch', headers: { cookie, ...upload.headers }, payload: upload.payload });
       t.equal(answer.statusCode, 202, answer.body);
       const ids: string[] = answer.json().documents.map((document: { id: string }) => document.id);
+      // One more waits for a retry after a failure of its own (a file store that was away): it may not need the provider.
+      const ownRetry = ids.pop()!;
+      const [{ run_after: ownRetryAt }] = await ctx.services.sql<{ run_after: Date }>(
+        "update jobs set attempts = 1, last_error = 'parsing failed: could not read the original: the file store is unavailable', run_after = now() + interval '2 seconds' where document_id = ? returning run_after",
+        [ownRetry],
+      );
       await ctx.services.start();
       let waiting: any[] = [];
       for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
         waiting = (await ctx.app.inject({ url: '/v1/collections/docs/documents?limit=100', headers: { cookie } })).json().data;
-        if (waiting.every((document) => document.progress?.next_attempt_at !== undefined || document.status === 'ready')) break;
+        if (waiting.every((document) => document.progress?.next_attempt_at !== undefined || document.status === 'ready' || document.id === ownRetry)) break;
       }
-      t.same(waiting.map((document) => document.status), ids.map(() => 'pending'), 'all 70 wait');
+      const [ownRetryJob] = await ctx.services.sql<{ run_after: Date; provider_unavailable_since: Date | null }>('select run_after, provider_unavailable_since from jobs where document_id = ?', [ownRetry]);
+      t.same(ownRetryJob, { run_after: ownRetryAt, provider_unavailable_since: null }, 'the document waiting for a retry of its own keeps its time, and does not wait for the provider');
+      t.notMatch(waiting.find((document) => document.id === ownRetry).progress?.message ?? '', /waiting for the provider/);
+      waiting = waiting.filter((document) => document.id !== ownRetry);
+      t.same(waiting.map((document) => document.status), ids.map(() => 'pending'), 'the 69 others wait');
       const postponed = waiting.filter((document) => document.progress.stage === 'queued');
-      t.equal(postponed.length, 6, 'the 6 not claimed wait without being tried');
+      t.equal(postponed.length, 5, 'the 5 not claimed wait without being tried');
       t.match(postponed[0].progress.message, /^waiting for the provider \(since .*Z, at most 60 s\), which another document of the collection found unavailable: embedding failed: openai answered 503: The engine is currently overloaded$/);
       const nextAttempts = waiting.map((document) => Date.parse(document.progress.next_attempt_at));
       t.ok(Math.max(...nextAttempts) - Math.min(...nextAttempts) < 1000, 'all are tried again together');
-      t.equal(fake.requestsTo('openai').length, 1, 'one request found the provider down, not one a claim');
+      const ownRetryText = 'Harbour note 69 about';
+      const claimRequests = fake.requestsTo('openai').filter((request) => !JSON.stringify(request.body.input).includes(ownRetryText));
+      t.equal(claimRequests.length, 1, 'one request found the provider down, not one a claim');
       const documents = await waitForIngestion(ctx.app, 'docs', { cookie });
-      t.same(documents.map((document) => document.status), ids.map(() => 'ready'), 'all are ingested once it answers');
+      t.same(documents.map((document) => document.status), [...ids, ownRetry].map(() => 'ready'), 'all are ingested once it answers');
     });
 
     await t.test('a provider down for longer than PROVIDER_OUTAGE_WAIT_S: the document fails, saying how long it waited', async (t) => {
