@@ -4,6 +4,7 @@ import { IngestionError, ingestDocuments, type IngestionRuntime } from './ingest
 import { isDatabaseUnavailable } from '../db/connection-failures.js';
 import { ABANDONED_BEFORE_LAST_ATTEMPT, ABANDONED_ON_LAST_ATTEMPT, isLastAttempt, RELEASED_AFTER_DATABASE_OUTAGE, type Job, type JobQueue } from './job-queue.js';
 import { takeBackWrittenParts } from './written-parts.js';
+import { FailedJobRecorder, willRetry, type DocumentTold } from './failed-jobs.js';
 
 const IDLE_POLL_MS = 1000;
 /** Beats per job lease (job-queue.ts), so a live worker never loses its jobs to a late beat. */
@@ -21,31 +22,6 @@ const STOP_WAIT_MS = 15_000;
 /** Pauses between tries to hand jobs back while the database is away: doubling from the first to the last. */
 const DATABASE_RETRY_FIRST_MS = 250;
 const DATABASE_RETRY_LAST_MS = 5000;
-
-/** What a document is told of its failed attempt: failed for good, or waiting for another (and when, if known). */
-interface DocumentFailure {
-  failed: boolean;
-  message: string;
-  nextAttemptAt?: Date;
-  /** Since when its provider has been unavailable to it, when that is why it waits. */
-  waitingSince?: Date;
-}
-
-function willRetry(detail: string): string {
-  return `${detail} (will retry)`;
-}
-
-function isoSeconds(time: Date): string {
-  return time.toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-/** `45 s`, `12 min`, `2 h`: how long a provider was waited for. */
-function describeDuration(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  if (seconds < 120) return `${seconds} s`;
-  if (seconds < 120 * 60) return `${Math.round(seconds / 60)} min`;
-  return `${Math.round(seconds / 3600)} h`;
-}
 
 /**
  * In-process workers that claim ingestion jobs from the durable queue. `concurrency` loops run at
@@ -71,6 +47,7 @@ export class IngestionWorker {
   private claimsFailing = false;
   private heartbeat: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
+  private readonly failedJobs: FailedJobRecorder;
 
   constructor(
     private readonly queue: JobQueue,
@@ -79,8 +56,10 @@ export class IngestionWorker {
     private readonly logger: FastifyBaseLogger,
     private readonly concurrency: number,
     /** How long a document may wait for a model provider that is unavailable before it fails (PROVIDER_OUTAGE_WAIT_S); 0: such a failure is an attempt like any other. */
-    private readonly providerOutageWaitMs: number,
-  ) {}
+    providerOutageWaitMs: number,
+  ) {
+    this.failedJobs = new FailedJobRecorder(queue, runtime, sql, logger, providerOutageWaitMs);
+  }
 
   async start(options: { requeueAllRunning: boolean }): Promise<void> {
     if (this.running || this.concurrency === 0) return;
@@ -114,16 +93,16 @@ export class IngestionWorker {
     if (jobs.length === 0) return;
     for (const job of jobs) this.takingOver.add(job.id);
     try {
-      await this.takeBackWrittenParts(jobs);
+      await this.failedJobs.takeBackWrittenParts(jobs);
+      const told: DocumentTold[] = [];
       for (const job of jobs) {
         const lastAttempt = isLastAttempt(job);
         if (lastAttempt) this.logger.error({ jobId: job.id, documentId: job.document_id, attempts: job.attempts }, 'a stopped process left this ingestion job running on its last attempt: failed');
-        // Before the job is queued again: told after, the document could already be another run's.
-        if (job.document_id) {
-          const detail = `processing failed: ${lastAttempt ? ABANDONED_ON_LAST_ATTEMPT : ABANDONED_BEFORE_LAST_ATTEMPT}`;
-          await this.tellDocument(job.document_id, { failed: lastAttempt, message: lastAttempt ? detail : willRetry(detail) }, 'processing');
-        }
+        const detail = `processing failed: ${lastAttempt ? ABANDONED_ON_LAST_ATTEMPT : ABANDONED_BEFORE_LAST_ATTEMPT}`;
+        if (job.document_id) told.push({ documentId: job.document_id, stage: 'processing', failed: lastAttempt, message: lastAttempt ? detail : willRetry(detail) });
       }
+      // Before the jobs are queued again: told after, a document could already be another run's.
+      await this.failedJobs.tellDocuments(told);
       const { requeued } = await this.queue.settleAbandoned(jobs);
       if (requeued > 0) this.logger.info({ requeued }, 'ingestion jobs left by a stopped process are queued again, to run one at a time');
     } finally {
@@ -209,7 +188,7 @@ export class IngestionWorker {
       const outcomes = await ingestDocuments(this.runtime, collectionId, [...jobByDocument.keys()], this.queue.workerId);
       const failed = outcomes.filter((outcome) => outcome.status === 'failed').map((outcome) => ({ job: jobByDocument.get(outcome.documentId)!, failure: outcome.error! }));
       await this.queue.complete(jobs.filter((job) => !failed.some((failure) => failure.job === job)).map((job) => job.id));
-      await this.recordFailures(failed.filter(({ failure }) => !failure.databaseUnavailable));
+      await this.failedJobs.record(collectionId, failed.filter(({ failure }) => !failure.databaseUnavailable));
       await this.handBackWhenDatabaseAnswers(failed.filter(({ failure }) => failure.databaseUnavailable).map(({ job }) => job));
     } catch (error) {
       if (isDatabaseUnavailable(error) || (error instanceof IngestionError && error.databaseUnavailable)) {
@@ -217,7 +196,7 @@ export class IngestionWorker {
         return;
       }
       const failure = error instanceof IngestionError ? error : new IngestionError('processing', error instanceof Error ? error.message : String(error), true);
-      await this.recordFailures(jobs.map((job) => ({ job, failure })));
+      await this.failedJobs.record(collectionId, jobs.map((job) => ({ job, failure })));
     } finally {
       for (const job of jobs) this.held.delete(job.id);
     }
@@ -249,109 +228,6 @@ export class IngestionWorker {
       if (!this.running) return;
       await this.idle(pause);
     }
-  }
-
-  /**
-   * Fails the jobs (or schedules their retries, or their waits for a provider that is unavailable)
-   * and tells their documents why, naming the stage, after taking back what was written of them
-   * (by this attempt or an earlier one): a document that failed at parsing on a retry kept the
-   * chunks of the attempt handed back before it. Only for jobs this process still holds: one
-   * handed back at a stop, or taken over, is another run's now, and so are its document's chunks.
-   */
-  private async recordFailures(failures: Array<{ job: Job; failure: IngestionError }>): Promise<void> {
-    if (failures.length === 0) return;
-    // When the database cannot say, the take-back is tried anyway (it fails as well, most likely).
-    const held = await this.queue.stillHeld(failures.map(({ job }) => job.id)).catch(() => null);
-    await this.takeBackWrittenParts(failures.map(({ job }) => job).filter((job) => !held || held.has(job.id)));
-    const waiting: Array<{ collectionId: string | null; detail: string; nextAttemptAt: Date; since: Date }> = [];
-    for (const { job, failure } of failures) {
-      const detail = `${failure.stage} failed: ${failure.message}`;
-      const told = failure.providerUnavailable && this.providerOutageWaitMs > 0
-        ? await this.waitForProvider(job, detail, failure.providerUnavailable.retryAfterMs)
-        : await this.failOrRetry(job, detail, failure.retryable);
-      if (told?.nextAttemptAt && told.waitingSince) waiting.push({ collectionId: job.collection_id, detail, nextAttemptAt: told.nextAttemptAt, since: told.waitingSince });
-      // Handed back at a stop (or taken over): the document is another run's now.
-      if (told && job.document_id) await this.tellDocument(job.document_id, told, failure.stage);
-    }
-    if (waiting.length > 0) await this.postponeTheRestOfTheCollections(waiting);
-  }
-
-  /**
-   * Jobs of the same collections still queued wait for the provider too, until the first of those
-   * that found it unavailable is tried again: claimed meanwhile, each claim of 64 was parsed again
-   * and spent the client's retries (~7.5 s) to find the same, every pause of the outage. Logged as
-   * one line for the batch: a line per document was 64 a claim.
-   */
-  private async postponeTheRestOfTheCollections(waiting: Array<{ collectionId: string | null; detail: string; nextAttemptAt: Date; since: Date }>): Promise<void> {
-    const nextAttemptAt = new Date(Math.min(...waiting.map((wait) => wait.nextAttemptAt.getTime())));
-    let postponed = 0;
-    for (const collectionId of new Set(waiting.flatMap((wait) => (wait.collectionId ? [wait.collectionId] : [])))) {
-      const first = waiting.find((wait) => wait.collectionId === collectionId)!;
-      const message = `waiting for the provider (since ${isoSeconds(first.since)}, at most ${describeDuration(this.providerOutageWaitMs)}), `
-        + `which another document of the collection found unavailable: ${first.detail}`;
-      postponed += await this.queue.postponeQueuedForProvider(collectionId, first.since, nextAttemptAt, message)
-        .catch((error: unknown) => {
-          this.logger.warn({ err: error, collectionId }, 'could not postpone the collection\'s queued ingestion jobs while its provider is unavailable');
-          return 0;
-        });
-    }
-    this.logger.warn({ jobs: waiting.length, postponed, error: waiting[0]!.detail, nextAttemptAt }, 'ingestion jobs wait for their provider, which is unavailable');
-  }
-
-  private async failOrRetry(job: Job, detail: string, retryable: boolean): Promise<DocumentFailure | null> {
-    const outcome = await this.queue.fail(job, detail, !retryable).catch(() => 'failed' as const);
-    this.logger.warn({ jobId: job.id, documentId: job.document_id, outcome, error: detail }, 'ingestion failed');
-    if (outcome === 'not held') return null;
-    return outcome === 'failed' ? { failed: true, message: detail } : { failed: false, message: willRetry(detail) };
-  }
-
-  private async waitForProvider(job: Job, detail: string, retryAfterMs: number | undefined): Promise<DocumentFailure | null> {
-    const wait = await this.queue.waitForProvider(job, detail, { retryAfterMs, maxWaitMs: this.providerOutageWaitMs })
-      .catch(() => ({ outcome: 'failed', waitedMs: 0 }) as const);
-    switch (wait.outcome) {
-      case 'not held':
-        return null;
-      case 'failed': {
-        this.logger.warn({ jobId: job.id, documentId: job.document_id, outcome: 'failed', error: detail }, 'ingestion failed: its provider stayed unavailable');
-        const waited = wait.waitedMs > 0 ? `the provider was unavailable for ${describeDuration(wait.waitedMs)}, more than PROVIDER_OUTAGE_WAIT_S` : 'the wait for the provider could not be recorded';
-        return { failed: true, message: `${detail} (${waited}: not tried again)` };
-      }
-      case 'waiting':
-        return {
-          failed: false,
-          message: `${detail} (waiting for the provider since ${isoSeconds(wait.since)}, at most ${describeDuration(this.providerOutageWaitMs)})`,
-          nextAttemptAt: wait.nextAttemptAt,
-          waitingSince: wait.since,
-        };
-    }
-  }
-
-  /**
-   * Removes the chunks (rows, vectors, keyword postings) and elements of the jobs' documents. When
-   * that fails (the database is away) the document's next run replaces its chunks; one that
-   * failed keeps them until it is reprocessed or deleted, which the error logged here says.
-   */
-  private async takeBackWrittenParts(jobs: Job[]): Promise<void> {
-    const documentIds = jobs.flatMap((job) => (job.document_id ? [job.document_id] : []));
-    await takeBackWrittenParts(this.runtime, documentIds)
-      .catch((error: unknown) => this.logger.error({ err: error, documentIds }, 'could not take back what was written of documents that failed or wait for a retry'));
-  }
-
-  /**
-   * Sets the document failed, or back to pending when its job will run again, with the reason and
-   * the stage that failed: progress writes are throttled, so the stage last written may be an
-   * earlier one (a failed embedding still read "parsing"). Its chunks were taken back before
-   * (takeBackWrittenParts), so it counts none: a reprocessed document that failed said it held
-   * those of its ready version.
-   */
-  private async tellDocument(documentId: string, told: DocumentFailure, stage: string): Promise<void> {
-    const progress: Record<string, unknown> = { message: told.message, stage };
-    if (told.nextAttemptAt) progress.next_attempt_at = told.nextAttemptAt.toISOString();
-    await this.sql(
-      `update documents set ${told.failed ? "status = 'failed', error = ?" : "status = 'pending', error = null"}, chunk_count = 0,
-         progress = (coalesce(progress, '{}'::jsonb) - 'next_attempt_at') || ?::jsonb, updated_at = now() where id = ?`,
-      [...(told.failed ? [told.message] : []), JSON.stringify(progress), documentId],
-    ).catch((updateError: unknown) => this.logger.error({ err: updateError }, 'could not record the failure'));
   }
 
   private async handBack(jobIds: string[]): Promise<void> {

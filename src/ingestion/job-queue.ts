@@ -33,11 +33,24 @@ export function isLastAttempt(job: Job): boolean {
   return job.attempts >= job.max_attempts;
 }
 
+/** A failed attempt of a held job to record (JobQueue.fail): `final` when no retry can mend it. */
+export interface JobFailure {
+  job: Job;
+  error: string;
+  final: boolean;
+}
+
+/** A held job whose model provider was unavailable (JobQueue.waitForProvider), and how long it asked to be left alone. */
+export interface ProviderFailure {
+  job: Job;
+  error: string;
+  retryAfterMs: number | undefined;
+}
+
 /** How a job whose provider was unavailable was recorded (JobQueue.waitForProvider). */
 export type ProviderWait =
   | { outcome: 'waiting'; since: Date; nextAttemptAt: Date }
-  | { outcome: 'failed'; waitedMs: number }
-  | { outcome: 'not held' };
+  | { outcome: 'failed'; waitedMs: number };
 
 /**
  * Pauses of a job waiting for its provider: from the first (or a twentieth of the wait allowed, when
@@ -128,50 +141,60 @@ export class JobQueue {
   }
 
   /**
-   * Records a failure of a job this process holds; it runs again after a backoff unless it is
-   * final or out of attempts. `not held`: the job was handed back or taken over meanwhile, and
-   * nothing was recorded.
+   * Records failures of jobs this process holds, in one statement: each runs again after a backoff
+   * (2^attempts s) unless it is final or out of attempts. A job missing from the answer was handed
+   * back or taken over meanwhile, and nothing was recorded of it.
    */
-  async fail(job: Job, error: string, final: boolean): Promise<'retry' | 'failed' | 'not held'> {
-    const outcome = final || job.attempts >= job.max_attempts ? 'failed' : 'retry';
-    const backoffSeconds = 2 ** job.attempts;
-    const updated = await this.sql(
-      `update jobs set status = ?, last_error = ?, locked_by = null, run_after = now() + (? || ' seconds')::interval,
+  async fail(failures: JobFailure[]): Promise<Map<string, 'retry' | 'failed'>> {
+    if (failures.length === 0) return new Map();
+    const rows = await this.sql<{ id: string; status: string }>(
+      `update jobs j set status = case when f.final or j.attempts >= j.max_attempts then 'failed' else 'queued' end,
+         last_error = f.error, locked_by = null, run_after = now() + power(2, j.attempts) * interval '1 second',
          provider_unavailable_since = null, updated_at = now()
-       where id = ? and locked_by = ? returning id`,
-      [outcome === 'failed' ? 'failed' : 'queued', error, String(backoffSeconds), job.id, this.workerId],
+       from jsonb_to_recordset(?::jsonb) as f(id uuid, error text, final boolean)
+       where j.id = f.id and j.locked_by = ? returning j.id, j.status`,
+      [JSON.stringify(failures.map(({ job, error, final }) => ({ id: job.id, error, final }))), this.workerId],
     );
-    return updated.length > 0 ? outcome : 'not held';
+    return new Map(rows.map((row) => [row.id, row.status === 'failed' ? 'failed' : 'retry']));
   }
 
   /**
-   * Queues again a job this process holds whose model provider is unavailable, its attempt not
-   * counted: after as long as the provider asked (`retryAfterMs`, its Retry-After), else after a
-   * pause half as long as the job has waited so far (within PROVIDER_PAUSE_FIRST_MS and
-   * PROVIDER_PAUSE_LAST_MS). Once the provider has been unavailable to the job for longer than
-   * `maxWaitMs` the job fails instead. Counted as attempts, such failures failed every document
-   * being ingested after a 30 s outage, and a 429 asking for two minutes after 6 s.
+   * Queues again jobs this process holds whose model provider is unavailable, in one statement,
+   * their attempts not counted: each after as long as its provider asked (`retryAfterMs`, its
+   * Retry-After), else after a pause half as long as the job has waited so far (within
+   * PROVIDER_PAUSE_FIRST_MS and PROVIDER_PAUSE_LAST_MS). A job the provider has been unavailable to
+   * for longer than `maxWaitMs` fails instead. Counted as attempts, such failures failed every
+   * document being ingested after a 30 s outage, and a 429 asking for two minutes after 6 s. A job
+   * missing from the answer was handed back or taken over meanwhile, and nothing was recorded of it.
    */
-  async waitForProvider(job: Job, error: string, options: { retryAfterMs: number | undefined; maxWaitMs: number }): Promise<ProviderWait> {
-    const firstPauseMs = Math.min(PROVIDER_PAUSE_FIRST_MS, options.maxWaitMs / 20);
-    const [row] = await this.sql<{ status: string; since: Date | string; run_after: Date | string; waited_ms: number | string }>(
-      `with held as (
+  async waitForProvider(failures: ProviderFailure[], maxWaitMs: number): Promise<Map<string, ProviderWait>> {
+    if (failures.length === 0) return new Map();
+    const firstPauseMs = Math.min(PROVIDER_PAUSE_FIRST_MS, maxWaitMs / 20);
+    const rows = await this.sql<{ id: string; status: string; since: Date | string; run_after: Date | string; waited_ms: number | string }>(
+      `with failure as (select * from jsonb_to_recordset(?::jsonb) as f(id uuid, error text, retry_after_ms double precision)),
+       held as (
          select id, coalesce(provider_unavailable_since, now()) as since from jobs
-         where id = ? and locked_by = ? and status = 'running' for update),
-       waited as (select id, since, extract(epoch from now() - since) * 1000 as waited_ms from held)
+         where id in (select id from failure) and locked_by = ? and status = 'running' for update),
+       waited as (
+         select h.id, h.since, f.error, coalesce(f.retry_after_ms, 0) as retry_after_ms, extract(epoch from now() - h.since) * 1000 as waited_ms
+         from held h join failure f on f.id = h.id)
        update jobs j set
          provider_unavailable_since = w.since,
          status = case when w.waited_ms > ?::double precision then 'failed' else 'queued' end,
          attempts = case when w.waited_ms > ?::double precision then j.attempts else greatest(j.attempts - 1, 0) end,
-         run_after = now() + greatest(?::double precision, least(greatest(w.waited_ms / 2, ?::double precision), ?::double precision)) * interval '1 millisecond',
-         last_error = ?, locked_by = null, updated_at = now()
+         run_after = now() + greatest(w.retry_after_ms, least(greatest(w.waited_ms / 2, ?::double precision), ?::double precision)) * interval '1 millisecond',
+         last_error = w.error, locked_by = null, updated_at = now()
        from waited w where j.id = w.id
-       returning j.status, w.since, j.run_after, w.waited_ms`,
-      [job.id, this.workerId, options.maxWaitMs, options.maxWaitMs, options.retryAfterMs ?? 0, firstPauseMs, PROVIDER_PAUSE_LAST_MS, error],
+       returning j.id, j.status, w.since, j.run_after, w.waited_ms`,
+      [
+        JSON.stringify(failures.map(({ job, error, retryAfterMs }) => ({ id: job.id, error, retry_after_ms: retryAfterMs ?? null }))),
+        this.workerId, maxWaitMs, maxWaitMs, firstPauseMs, PROVIDER_PAUSE_LAST_MS,
+      ],
     );
-    if (!row) return { outcome: 'not held' };
-    if (row.status === 'failed') return { outcome: 'failed', waitedMs: Number(row.waited_ms) };
-    return { outcome: 'waiting', since: new Date(row.since), nextAttemptAt: new Date(row.run_after) };
+    return new Map(rows.map((row): [string, ProviderWait] => [
+      row.id,
+      row.status === 'failed' ? { outcome: 'failed', waitedMs: Number(row.waited_ms) } : { outcome: 'waiting', since: new Date(row.since), nextAttemptAt: new Date(row.run_after) },
+    ]));
   }
 
   /**
