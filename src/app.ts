@@ -22,6 +22,7 @@ import { healthRoutes } from './health/health.routes.js';
 import { authenticate } from './http/authenticate.js';
 import { answerClientError, answerFrameworkError, MAX_PATH_SEGMENT_LENGTH } from './http/client-errors.js';
 import { connectionDrain } from './http/connection-drain.js';
+import { diskSpaceCheck } from './http/disk-space-check.js';
 import { errorHandler } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
 import { acceptJsonBodies } from './http/json-body.js';
@@ -69,6 +70,7 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
   await app.register(openapi);
   await app.register(authenticate, { services });
   await app.register(idempotency, { services });
+  await app.register(diskSpaceCheck, { guard: services.diskSpace });
 
   await app.register(healthRoutes, { services });
   await app.register(authRoutes, { services });

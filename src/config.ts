@@ -52,6 +52,8 @@ export interface Config {
   providerQueryTimeoutMs: number;
   /** How long a document waits for an unavailable embedding provider before it fails; 0 counts each failure as an attempt. */
   providerOutageWaitMs: number;
+  /** Free space DATA_DIR's disk must keep: below it uploads and vector upserts are refused (507) and ingestion waits; 0 turns the check off. */
+  minFreeDiskBytes: number;
   /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
   fileStore: 'local' | 's3';
   s3: S3StoreConfig;
@@ -179,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providerConcurrency: integer(env, 'PROVIDER_CONCURRENCY', 8, 1),
     providerQueryTimeoutMs: integer(env, 'PROVIDER_QUERY_TIMEOUT_MS', 10_000, 1),
     providerOutageWaitMs: integer(env, 'PROVIDER_OUTAGE_WAIT_S', 3600) * 1000,
+    minFreeDiskBytes: integer(env, 'MIN_FREE_DISK_MB', 1024) * 1024 * 1024,
     fileStore,
     s3: {
       endpoint: optional(env, 'S3_ENDPOINT'),

@@ -101,6 +101,13 @@ export class UnprocessableError extends AppError {
   }
 }
 
+/** The disk the service writes to is (nearly) full: nothing more is taken until space is freed (MIN_FREE_DISK_MB). */
+export class InsufficientStorageError extends AppError {
+  constructor(detail: string) {
+    super(507, 'insufficient_storage', detail);
+  }
+}
+
 export class ServiceUnavailableError extends AppError {
   constructor(detail: string) {
     super(503, 'unavailable', detail);

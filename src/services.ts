@@ -39,6 +39,7 @@ import { storeElementImages } from './documents/element-files.js';
 import { ImageCaptioner } from './documents/image-captioner.js';
 import { createFileStore } from './storage/create-file-store.js';
 import type { FileStore } from './storage/file-store.js';
+import { DiskSpaceGuard } from './storage/disk-space.js';
 
 /**
  * The long-lived parts every route and worker shares. Built once per process by `createServices`
@@ -75,6 +76,8 @@ export interface AppServices {
   /** Collections by name, cached briefly (see collection-directory.ts). */
   collections: CollectionDirectory;
   collectionDependencies: CollectionDependencies;
+  /** Refuses writes while DATA_DIR's disk is nearly full (MIN_FREE_DISK_MB), when DATA_DIR holds data. */
+  diskSpace: DiskSpaceGuard;
   /** Starts background work (ingestion workers); the app serves without it in tests that want control. */
   start(): Promise<void>;
   /** Ingestion stops claiming jobs and waits a bounded time for those in progress (see IngestionWorker.stop). */
@@ -127,6 +130,8 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const loadCollection = async (collectionId: string): Promise<CollectionRecord | null> => db.fork().findOne(Collection, { id: collectionId });
 
   const captioner = new ImageCaptioner(plugins, config.captionLlm);
+  const dataDirHoldsData = db.kind === 'pglite' || config.fileStore === 'local' || config.vectorStore === 'embedded';
+  const diskSpace = new DiskSpaceGuard(config.dataDir, dataDirHoldsData ? config.minFreeDiskBytes : 0);
   const jobs = new JobQueue(sql, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, config.jobLeaseMs);
   const ingestionRuntime: IngestionRuntime = {
     sql, files, parsers, vectorStore: indexes.vectorStore, keywordIndex: indexes.keywordIndex,
@@ -140,7 +145,8 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     recordWrite: (collectionId) => collections.recordWrite(sql, collectionId),
     storeElementImages: (collection, documentId, elements) => storeElementImages({ files, captioner }, collection, documentId, elements),
   };
-  const ingestion = new IngestionWorker(jobs, ingestionRuntime, sql, logger, config.workerConcurrency, config.providerOutageWaitMs);
+  const ingestionFillsDataDir = db.kind === 'pglite' || config.vectorStore === 'embedded';
+  const ingestion = new IngestionWorker(jobs, ingestionRuntime, sql, logger, config.workerConcurrency, config.providerOutageWaitMs, ingestionFillsDataDir ? diskSpace : null);
   const indexRemovals = new PendingIndexRemovalSweep(
     { sql, indexes, recordWrite: (collectionId) => collections.recordWrite(sql, collectionId) }, logger.child({ component: 'index-removals' }),
   );
@@ -183,7 +189,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   return {
     config, db, sql, secrets, settings, apiKeys, apiKeyUsage, plugins, parsers, files, indexes, indexRemovals, embeddings, embeddingCache, embeddingUsage, embeddingPresets,
     jobs, ingestion, writeLocks,
-    queryRuntime, indexWarmUp, collections, collectionDependencies,
+    queryRuntime, indexWarmUp, collections, collectionDependencies, diskSpace,
     async start() {
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });

@@ -4,6 +4,7 @@ import { findCollection } from '../collections/collections.service.js';
 import { NameParams } from '../collections/collections.routes.js';
 import { BadRequestError } from '../errors.js';
 import { requireActor } from '../http/authenticate.js';
+import { NEEDS_DISK_SPACE } from '../http/disk-space-check.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles, removeReceived, type ReceivedFile } from '../uploads/multipart-files.js';
@@ -23,7 +24,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
   const tags = ['documents'];
 
   app.post('/v1/collections/:name/documents/batch', {
-    config: { ...scope('document:upload'), openapi: { success: 202, body: BatchUploadForm, response: NewBatchView } },
+    config: { ...scope('document:upload'), ...NEEDS_DISK_SPACE, openapi: { success: 202, body: BatchUploadForm, response: NewBatchView } },
     schema: {
       tags, params: NameParams, consumes: ['multipart/form-data'],
       summary: 'Upload several files (multipart `file` parts, optional `metadata` and `on_duplicate` for all); 202 with one result per file, refused files included',

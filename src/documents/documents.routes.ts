@@ -8,6 +8,7 @@ import { requireActor } from '../http/authenticate.js';
 import { page, PageQuery } from '../http/pagination.js';
 import type { MetadataFilter } from '../search/filters/filter-types.js';
 import { parseFilter } from '../search/filters/parse-filter.js';
+import { NEEDS_DISK_SPACE } from '../http/disk-space-check.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles, removeReceived } from '../uploads/multipart-files.js';
@@ -49,7 +50,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
   const tags = ['documents'];
 
   app.post('/v1/collections/:name/documents', {
-    config: { ...scope('document:upload'), openapi: { success: [202, 200], body: SingleUploadForm, response: AdmittedDocumentView } },
+    config: { ...scope('document:upload'), ...NEEDS_DISK_SPACE, openapi: { success: [202, 200], body: SingleUploadForm, response: AdmittedDocumentView } },
     schema: {
       tags, params: NameParams, consumes: ['multipart/form-data'],
       summary: 'Upload one file (multipart `file`, optional `metadata` JSON string and `on_duplicate`: skip | replace | keep); 202 with the pending document, 200 with the existing one when skipped as a duplicate',

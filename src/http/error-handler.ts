@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import { isDatabaseUnavailable } from '../db/connection-failures.js';
 import { AppError } from '../errors.js';
+import { isDiskFull } from '../storage/disk-space.js';
 import { AllowedMethods } from './allowed-methods.js';
 import { readsMultipart } from './json-body.js';
 import { describeValidationErrors } from './validation.js';
@@ -41,8 +42,8 @@ function methodNotAllowed(reply: FastifyReply, method: string, path: string, all
 /**
  * Maps every failure to `{detail}` (api-contract 1): typed service errors, schema validation,
  * Fastify's own body errors, unknown routes (404) and known paths with the wrong method (405).
- * A database that cannot be reached is a 503 with Retry-After. Anything else is a 500 that is
- * logged with its request id and never leaks a stack.
+ * A database that cannot be reached is a 503 with Retry-After, a full disk a 507. Anything else is
+ * a 500 that is logged with its request id and never leaks a stack.
  */
 export const errorHandler = fp(async (app: FastifyInstance) => {
   const allowedMethods = new AllowedMethods();
@@ -98,6 +99,11 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
       request.log.warn({ err: error }, 'request failed: the database is unavailable');
       return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
         .send({ detail: 'The database is unavailable (down, restarting or out of connections); try again shortly', code: 'database_unavailable', request_id: request.id });
+    }
+    if (isDiskFull(error)) {
+      // Past MIN_FREE_DISK_MB's check (another process filled the disk, or the check is off), or the database's own disk.
+      request.log.error({ err: error }, 'request failed: the disk is full');
+      return reply.code(507).send({ detail: 'The disk the service writes to is full (no space left on device): free space and try again', code: 'insufficient_storage', request_id: request.id });
     }
     request.log.error({ err: error }, 'request failed');
     return reply.code(500).send({ detail: 'Internal server error', code: 'internal_error', request_id: request.id });

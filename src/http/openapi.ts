@@ -56,6 +56,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   422: 'The Idempotency-Key was used before for a different request',
   502: 'The embedding or reranking provider failed or could not be reached (its message in `detail`, keys redacted)',
   503: 'Unavailable for now: the database does not answer (down, restarting, out of connections; `Retry-After` says when to try again), the service is stopping, or another replica holds the same write',
+  507: 'The disk holding DATA_DIR is (nearly) full: less than MIN_FREE_DISK_MB would be left; nothing of the request was kept',
 };
 
 /** Every error body (api-contract 1). */
@@ -85,6 +86,8 @@ function impliedErrors(method: string, route: RouteOptions): number[] {
   if (mutating && method !== 'DELETE') errors.push(413, 415);
   // error-handler.ts: the database could not be reached. Liveness alone never asks it.
   if (route.url !== '/health') errors.push(503);
+  // disk-space-check.ts: a route that stores what it is sent, while the disk is nearly full.
+  if (route.config?.needsDiskSpace) errors.push(507);
   return errors;
 }
 

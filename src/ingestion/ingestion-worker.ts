@@ -2,9 +2,12 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { SqlRunner } from '../plugins.js';
 import { IngestionError, ingestDocuments, type IngestionRuntime } from './ingest-document.js';
 import { isDatabaseUnavailable } from '../db/connection-failures.js';
-import { ABANDONED_BEFORE_LAST_ATTEMPT, ABANDONED_ON_LAST_ATTEMPT, isLastAttempt, RELEASED_AFTER_DATABASE_OUTAGE, type Job, type JobQueue } from './job-queue.js';
+import {
+  ABANDONED_BEFORE_LAST_ATTEMPT, ABANDONED_ON_LAST_ATTEMPT, isLastAttempt, RELEASED_AFTER_DATABASE_OUTAGE, RELEASED_FOR_DISK_SPACE, type Job, type JobQueue,
+} from './job-queue.js';
 import { takeBackWrittenParts } from './written-parts.js';
 import { FailedJobRecorder, willRetry, type DocumentTold } from './failed-jobs.js';
+import type { DiskSpaceGuard } from '../storage/disk-space.js';
 
 const IDLE_POLL_MS = 1000;
 /** Beats per job lease (job-queue.ts), so a live worker never loses its jobs to a late beat. */
@@ -22,6 +25,13 @@ const STOP_WAIT_MS = 15_000;
 /** Pauses between tries to hand jobs back while the database is away: doubling from the first to the last. */
 const DATABASE_RETRY_FIRST_MS = 250;
 const DATABASE_RETRY_LAST_MS = 5000;
+/**
+ * What ingesting a document may take on disk, per byte of its original: chunk text with its
+ * overlap, a vector and keyword postings per chunk, their indexes, and the write-ahead log of all
+ * of it. Measured on the embedded database with the local embedder: 56 text files of 1.1 MB took
+ * 779 MB (12.6 per byte). Kept above: a claim that outgrows the room fills the disk.
+ */
+const STORED_BYTES_PER_ORIGINAL_BYTE = 16;
 
 /**
  * In-process workers that claim ingestion jobs from the durable queue. `concurrency` loops run at
@@ -45,6 +55,10 @@ export class IngestionWorker {
   private readonly sleepers = new Set<() => void>();
   /** Whether the last claim failed, so that a run of failures is logged once. */
   private claimsFailing = false;
+  /** Whether claims wait for disk space, so that the wait is logged once. */
+  private waitingForDiskSpace = false;
+  /** Disk space the loops' claims in progress may still take (STORED_BYTES_PER_ORIGINAL_BYTE): not free for the next claim. */
+  private reservedBytes = 0;
   private heartbeat: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private readonly failedJobs: FailedJobRecorder;
@@ -57,6 +71,8 @@ export class IngestionWorker {
     private readonly concurrency: number,
     /** How long a document may wait for a model provider that is unavailable before it fails (PROVIDER_OUTAGE_WAIT_S); 0: such a failure is an attempt like any other. */
     providerOutageWaitMs: number,
+    /** DATA_DIR's disk, when ingestion writes to it (the embedded database or vector store); null when it writes elsewhere. */
+    private readonly diskSpace: DiskSpaceGuard | null,
   ) {
     this.failedJobs = new FailedJobRecorder(queue, runtime, sql, logger, providerOutageWaitMs);
   }
@@ -132,6 +148,45 @@ export class IngestionWorker {
     }
   }
 
+  /**
+   * Keeps the claim's jobs whose documents fit in the disk's room (MIN_FREE_DISK_MB kept free, less
+   * what the other loops' claims may still take), in order, and reserves it; the others go back to
+   * the queue, their documents saying why. The embedded database on a full disk stops answering
+   * at all, and one claim of 53 documents of 300 KB, ingested at once, filled a disk from 17 MB
+   * free to none. A document too large for the room does not hold back smaller ones behind it.
+   */
+  private async withinDiskRoom(jobs: Job[]): Promise<{ fitting: Job[]; reservedBytes: number }> {
+    const room = this.diskSpace ? await this.diskSpace.roomBytes() - this.reservedBytes : Number.POSITIVE_INFINITY;
+    if (!this.diskSpace || !Number.isFinite(room)) return { fitting: jobs, reservedBytes: 0 };
+    const neededFor = (job: Job) => Number(job.document_bytes ?? 0) * STORED_BYTES_PER_ORIGINAL_BYTE;
+    const fitting: Job[] = [];
+    const beyond: Job[] = [];
+    let reservedBytes = 0;
+    for (const job of jobs) {
+      if (reservedBytes + neededFor(job) > room) {
+        beyond.push(job);
+        continue;
+      }
+      fitting.push(job);
+      reservedBytes += neededFor(job);
+    }
+    // Reserved before anything else is awaited, so that another loop's claim sees it.
+    this.reservedBytes += reservedBytes;
+    if (beyond.length > 0) await this.handBack(beyond.map((job) => job.id), RELEASED_FOR_DISK_SPACE);
+    if (fitting.length === 0) {
+      const smallest = Math.min(...beyond.map(neededFor));
+      await this.waitForDiskSpace(`${await this.diskSpace.describeShortage()} after the next document (${Math.ceil(smallest / 1024 / 1024)} MB to ingest)`);
+    }
+    return { fitting, reservedBytes };
+  }
+
+  /** Waits a while for space to be freed; said once per wait. */
+  private async waitForDiskSpace(shortage: string): Promise<void> {
+    if (!this.waitingForDiskSpace) this.logger.warn(`${shortage}: ingestion waits until space is freed`);
+    this.waitingForDiskSpace = true;
+    await this.idle();
+  }
+
   private wakeAll(): void {
     for (const wake of this.sleepers) wake();
   }
@@ -150,6 +205,10 @@ export class IngestionWorker {
 
   private async loop(): Promise<void> {
     while (this.running) {
+      if (this.diskSpace && await this.diskSpace.roomBytes() - this.reservedBytes <= 0) {
+        await this.waitForDiskSpace(await this.diskSpace.describeShortage());
+        continue;
+      }
       let jobs: Job[] = [];
       try {
         jobs = await this.queue.claim(CLAIM_BATCH);
@@ -169,16 +228,28 @@ export class IngestionWorker {
         continue;
       }
       for (const job of jobs) this.held.add(job.id);
-      const byCollection = new Map<string, Job[]>();
-      for (const job of jobs) {
-        const key = job.collection_id ?? '';
-        byCollection.set(key, [...(byCollection.get(key) ?? []), job]);
+      const { fitting, reservedBytes } = await this.withinDiskRoom(jobs);
+      if (fitting.length === 0) continue;
+      if (this.waitingForDiskSpace) this.logger.info('there is disk space again: ingestion goes on');
+      this.waitingForDiskSpace = false;
+      try {
+        await this.runClaim(fitting);
+      } finally {
+        this.reservedBytes -= reservedBytes;
       }
-      for (const [collectionId, group] of byCollection) {
-        // Stopping: the claim's collections not started yet go back to the queue at once.
-        if (!this.running) await this.handBack(group.map((job) => job.id));
-        else await this.run(collectionId, group);
-      }
+    }
+  }
+
+  private async runClaim(jobs: Job[]): Promise<void> {
+    const byCollection = new Map<string, Job[]>();
+    for (const job of jobs) {
+      const key = job.collection_id ?? '';
+      byCollection.set(key, [...(byCollection.get(key) ?? []), job]);
+    }
+    for (const [collectionId, group] of byCollection) {
+      // Stopping: the claim's collections not started yet go back to the queue at once.
+      if (!this.running) await this.handBack(group.map((job) => job.id));
+      else await this.run(collectionId, group);
     }
   }
 
@@ -230,8 +301,8 @@ export class IngestionWorker {
     }
   }
 
-  private async handBack(jobIds: string[]): Promise<void> {
-    await this.queue.release(jobIds).catch((error: unknown) => this.logger.warn({ err: error }, 'could not hand ingestion jobs back'));
+  private async handBack(jobIds: string[], reason?: string): Promise<void> {
+    await this.queue.release(jobIds, reason).catch((error: unknown) => this.logger.warn({ err: error }, 'could not hand ingestion jobs back'));
     for (const id of jobIds) this.held.delete(id);
   }
 

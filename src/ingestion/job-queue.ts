@@ -11,6 +11,8 @@ export interface Job {
   payload: Record<string, unknown>;
   attempts: number;
   max_attempts: number;
+  /** The size of the job's original document, as claimed (claim): what it will take on disk is a multiple of it. */
+  document_bytes?: number | string | null;
 }
 
 /** How long a claimed job may go without a heartbeat before another worker may take it over (JOB_LEASE_S). */
@@ -18,6 +20,9 @@ export const JOB_LEASE_MS = 60_000;
 
 /** Why a document whose job was handed back at a graceful stop waits for a worker. */
 export const RELEASED_AT_STOP = 'the process working on it was stopped';
+
+/** Why a document whose job was handed back for want of disk space waits for a worker. */
+export const RELEASED_FOR_DISK_SPACE = 'the disk holding DATA_DIR is nearly full (MIN_FREE_DISK_MB): it is ingested once space is freed';
 
 /** Why a document whose job was handed back after the database went away under it waits for a worker. */
 export const RELEASED_AFTER_DATABASE_OUTAGE = 'the database was unavailable while it was processed';
@@ -99,7 +104,8 @@ export class JobQueue {
          order by run_after, created_at limit ? for update skip locked)
        update jobs set status = 'running', locked_by = ?, locked_at = now(), attempts = attempts + 1, updated_at = now()
        where id in (select id from alone union all select id from batch)
-       returning id, kind, collection_id, document_id, payload, attempts, max_attempts`,
+       returning id, kind, collection_id, document_id, payload, attempts, max_attempts,
+         (select d.size_bytes from documents d where d.id = jobs.document_id) as document_bytes`,
       [limit, this.workerId],
     );
   }

@@ -5,6 +5,7 @@ import { NameParams } from '../collections/collections.routes.js';
 import { intakeRuntime, ON_DUPLICATE, parseOnDuplicate } from '../documents/document-intake.js';
 import { BadRequestError } from '../errors.js';
 import { requireActor } from '../http/authenticate.js';
+import { NEEDS_DISK_SPACE } from '../http/disk-space-check.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles, removeReceived, type ReceivedFile } from './multipart-files.js';
@@ -39,7 +40,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
   });
 
   app.put('/v1/collections/:name/uploads/:id/files', {
-    config: { ...scope('document:upload'), openapi: { body: SessionFilesForm, response: UploadSessionView } },
+    config: { ...scope('document:upload'), ...NEEDS_DISK_SPACE, openapi: { body: SessionFilesForm, response: UploadSessionView } },
     schema: {
       tags, params: SessionParams, consumes: ['multipart/form-data'],
       summary: 'Add files (multipart `file` parts, streamed to storage). All or nothing: one refused file (415, 413, empty) refuses the request. The answer\'s `files` are the files this request added',

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { findCollection } from '../collections/collections.service.js';
 import { NameParams } from '../collections/collections.routes.js';
 import { requireActor } from '../http/authenticate.js';
+import { NEEDS_DISK_SPACE } from '../http/disk-space-check.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { deleteRawVectors, upsertRawVectors, VectorDeleteBody, VectorUpsertBody } from './raw-vectors.service.js';
@@ -12,7 +13,7 @@ export const vectorRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> 
   const tags = ['vectors'];
 
   app.post('/v1/collections/:name/vectors/upsert', {
-    config: { ...scope('vector:write'), openapi: { response: VectorUpsertResponse } },
+    config: { ...scope('vector:write'), ...NEEDS_DISK_SPACE, openapi: { response: VectorUpsertResponse } },
     schema: { tags, summary: 'Insert or replace raw vectors (custom embeddings) by id', params: NameParams, body: VectorUpsertBody },
   }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);

@@ -96,6 +96,8 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     keywordIndex: backend === 'postgresql' ? 'sql' : 'memory',
     // Loads at start would race what tests expect of a restart (test/search/index-warm-up turns it on).
     warmUpIndexes: false,
+    // The suite must not depend on the host's free space (test/storage/disk-space sets it).
+    minFreeDiskBytes: 0,
     ...overrides,
     databaseUrl,
   };

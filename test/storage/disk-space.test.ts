@@ -1,0 +1,146 @@
+/**
+ * A disk that is nearly full (MIN_FREE_DISK_MB). Run into a full disk, the embedded database spun
+ * at 100 % CPU and answered nothing, health checks included, until it was killed; uploads before
+ * that were 500s. Now writes of what clients send are refused with a 507 that says why, nothing of
+ * them kept; queries and deletes go on; ingestion waits. A minimum larger than any disk stands in
+ * for a full one here, read from the real disk.
+ */
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import t from 'tap';
+import { assertError } from '../support/assertions.js';
+import { logLines } from '../support/log-lines.js';
+import {
+  buildTestApp, createTestCollection, multipartUpload, restartableTestApp, setupAdmin, testBackends, waitForIngestion,
+} from '../support/test-app.js';
+
+/** More than any disk holds: the disk always counts as nearly full. */
+const BEYOND_ANY_DISK = 2 ** 50;
+const REFUSED = /^The disk holding DATA_DIR \(.+\) has \d+ MB free( and this request brings [\d.]+ MB)?, less than MIN_FREE_DISK_MB \(\d+\) would be left: uploads and vector upserts are refused until space is freed \(deleting documents frees their files\); nothing of this request was kept$/;
+
+/** Every entry under `directory`, none when it does not exist. */
+async function entriesUnder(directory: string): Promise<string[]> {
+  return readdir(directory, { recursive: true }).catch(() => []);
+}
+
+for (const backend of testBackends()) {
+  t.test(backend, async (t) => {
+    await t.test('a nearly full disk: uploads and vector upserts are a 507 that says why, nothing of them is kept, and queries go on', async (t) => {
+      const ctx = await buildTestApp(backend, { minFreeDiskBytes: BEYOND_ANY_DISK });
+      t.teardown(() => ctx.close());
+      const { app } = ctx;
+      const admin = { cookie: await setupAdmin(app) };
+      await createTestCollection(app, admin, { name: 'full' });
+      await createTestCollection(app, admin, { name: 'raw', dimension: 3 });
+
+      const ready = await app.inject({ url: '/health/ready' });
+      t.equal(ready.statusCode, 200, 'still ready: queries and deletes go on');
+      t.match(ready.json().disk, { min_free_bytes: BEYOND_ANY_DISK, writes_refused: true });
+      t.type(ready.json().disk.free_bytes, 'number');
+
+      const single = multipartUpload([{ filename: 'tides.txt', content: 'The harbour keeps the tide tables.', contentType: 'text/plain' }]);
+      const refused = await app.inject({ method: 'POST', url: '/v1/collections/full/documents', headers: { ...admin, ...single.headers }, payload: single.payload });
+      assertError(t, refused, 507, REFUSED, 'single upload');
+      t.equal(refused.json().code, 'insufficient_storage');
+      t.match(refused.json().detail, / and this request brings [\d.]+ MB,/, 'counts what the request brings');
+
+      const batch = multipartUpload([{ filename: 'a.txt', content: 'first note', contentType: 'text/plain' }, { filename: 'b.txt', content: 'second note', contentType: 'text/plain' }]);
+      assertError(t, await app.inject({ method: 'POST', url: '/v1/collections/full/documents/batch', headers: { ...admin, ...batch.headers }, payload: batch.payload }), 507, REFUSED, 'batch upload');
+
+      const session = await app.inject({ method: 'POST', url: '/v1/collections/full/uploads', headers: admin, payload: {} });
+      t.equal(session.statusCode, 201, session.body);
+      const sessionFiles = multipartUpload([{ filename: 'c.txt', content: 'third note', contentType: 'text/plain' }]);
+      assertError(t, await app.inject({ method: 'PUT', url: `/v1/collections/full/uploads/${session.json().id}/files`, headers: { ...admin, ...sessionFiles.headers }, payload: sessionFiles.payload }), 507, REFUSED, 'upload session files');
+
+      assertError(t, await app.inject({ method: 'POST', url: '/v1/collections/raw/vectors/upsert', headers: admin, payload: { vectors: [{ id: 'v1', embedding: [1, 0, 0], text: 'kept nowhere' }] } }), 507, REFUSED, 'vector upsert');
+
+      t.equal((await app.inject({ url: '/v1/collections/full/documents', headers: admin })).json().total, 0, 'no document was created');
+      t.equal((await app.inject({ url: '/v1/collections/raw/stats', headers: admin })).json().chunks, 0, 'no vector was stored');
+      t.same(await entriesUnder(path.join(ctx.services.config.dataDir, 'files')), [], 'no file was written');
+      const query = await app.inject({ method: 'POST', url: '/v1/collections/full/query', headers: admin, payload: { query: 'tide tables' } });
+      t.equal(query.statusCode, 200, query.body);
+      assertError(t, await app.inject({ method: 'POST', url: '/v1/collections/full/documents', headers: single.headers, payload: single.payload }), 401, undefined, 'a caller without credentials learns nothing of the disk');
+    });
+
+    await t.test('the database\'s disk full under an upload (past the check, or with it off): a 507, and the stored file is taken back', async (t) => {
+      const ctx = await buildTestApp(backend);
+      t.teardown(() => ctx.close());
+      const { app, services } = ctx;
+      const admin = { cookie: await setupAdmin(app) };
+      await createTestCollection(app, admin, { name: 'db-full' });
+      // What PostgreSQL (and PGlite) answer when a table cannot grow: SQLSTATE 53100, disk_full.
+      await services.sql(`create function refuse_for_full_disk() returns trigger language plpgsql as $$
+        begin raise exception 'could not extend file "base/5/16384": No space left on device' using errcode = 'disk_full'; end $$`);
+      await services.sql('create trigger full_disk before insert on documents for each row execute function refuse_for_full_disk()');
+      const large = multipartUpload([{ filename: 'large.txt', content: 'tide tables '.repeat(10_000), contentType: 'text/plain' }]);
+      const refused = await app.inject({ method: 'POST', url: '/v1/collections/db-full/documents', headers: { ...admin, ...large.headers }, payload: large.payload });
+      assertError(t, refused, 507, 'The disk the service writes to is full (no space left on device): free space and try again');
+      t.equal(refused.json().code, 'insufficient_storage');
+      t.same(await entriesUnder(path.join(services.config.dataDir, 'files')).then((entries) => entries.filter((entry) => entry.includes('/'))), [], 'the file written before the database refused is gone');
+      await services.sql('drop trigger full_disk on documents');
+      const accepted = await app.inject({ method: 'POST', url: '/v1/collections/db-full/documents', headers: { ...admin, ...large.headers }, payload: large.payload });
+      t.equal(accepted.statusCode, 202, `taken once there is room: ${accepted.body.slice(0, 200)}`);
+      t.equal((await entriesUnder(path.join(services.config.dataDir, 'files'))).filter((entry) => entry.includes('/')).length, 1, 'such an upload is stored as a file');
+    });
+
+    // On PostgreSQL (with pgvector) ingestion writes nothing to DATA_DIR, so its disk does not hold it back.
+    const ingestionFillsDataDir = backend === 'pglite';
+    await t.test(ingestionFillsDataDir ? 'ingestion waits while the disk is nearly full, saying so once, and goes on when there is room' : 'ingestion, which writes to PostgreSQL, goes on while DATA_DIR\'s disk is nearly full', async (t) => {
+      const apps = await restartableTestApp(t, backend, 'rs-disk-');
+      // No workers: the document is queued, not ingested.
+      const first = await apps.restart({ workerConcurrency: 0 });
+      const admin = { cookie: await setupAdmin(first.app) };
+      await createTestCollection(first.app, admin, { name: 'later' });
+      const upload = multipartUpload([{ filename: 'tides.txt', content: 'The harbour keeps the tide tables for the bay.', contentType: 'text/plain' }]);
+      const created = await first.app.inject({ method: 'POST', url: '/v1/collections/later/documents', headers: { ...admin, ...upload.headers }, payload: upload.payload });
+      t.equal(created.statusCode, 202, created.body);
+
+      const { lines, stream } = logLines();
+      const full = await apps.restart({ minFreeDiskBytes: BEYOND_ANY_DISK }, stream);
+      if (!ingestionFillsDataDir) {
+        t.equal((await waitForIngestion(full.app, 'later', admin))[0].status, 'ready');
+        t.notOk(lines.some((line) => /ingestion waits/.test(line.msg ?? '')), 'nothing said of waiting');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      const waiting = (await full.app.inject({ url: `/v1/collections/later/documents/${created.json().id}`, headers: admin })).json();
+      t.equal(waiting.status, 'pending', 'not ingested while the disk is nearly full');
+      const warnings = lines.filter((line) => /ingestion waits until space is freed/.test(line.msg ?? ''));
+      t.equal(warnings.length, 1, 'said once, not once a second');
+      t.match(warnings[0]?.msg, /^The disk holding DATA_DIR \(.+\) has \d+ MB free, less than MIN_FREE_DISK_MB \(\d+\) would be left: ingestion waits until space is freed$/);
+
+      const roomy = await apps.restart({ minFreeDiskBytes: 1 });
+      const documents = await waitForIngestion(roomy.app, 'later', admin);
+      t.equal(documents[0].status, 'ready', 'ingested once there is room');
+    });
+
+    if (ingestionFillsDataDir) {
+      await t.test('a document too large for the room left waits, saying why, and does not hold back smaller ones', async (t) => {
+        const apps = await restartableTestApp(t, backend, 'rs-disk-room-');
+        const first = await apps.restart({ workerConcurrency: 0 });
+        const admin = { cookie: await setupAdmin(first.app) };
+        await createTestCollection(first.app, admin, { name: 'room' });
+        const ids: string[] = [];
+        for (const [filename, content] of [['huge.txt', 'Stands in for a file far larger than the disk.'], ['small.txt', 'The harbour keeps the tide tables.']]) {
+          const upload = multipartUpload([{ filename, content, contentType: 'text/plain' }]);
+          ids.push((await first.app.inject({ method: 'POST', url: '/v1/collections/room/documents', headers: { ...admin, ...upload.headers }, payload: upload.payload })).json().id);
+        }
+        // A petabyte: what ingesting it would take cannot fit on any disk.
+        await first.services.sql('update documents set size_bytes = ? where id = ?', [2 ** 50, ids[0]]);
+
+        const { lines, stream } = logLines();
+        const roomy = await apps.restart({ minFreeDiskBytes: 1 }, stream);
+        const read = async (id: string) => (await roomy.app.inject({ url: `/v1/collections/room/documents/${id}`, headers: admin })).json();
+        for (const deadline = Date.now() + 30_000; (await read(ids[1]!)).status !== 'ready' && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 100));
+        t.equal((await read(ids[1]!)).status, 'ready', 'the small document, queued behind it, is ingested');
+        const huge = await read(ids[0]!);
+        t.equal(huge.status, 'pending');
+        t.equal(huge.progress.message, 'waiting for a worker (the disk holding DATA_DIR is nearly full (MIN_FREE_DISK_MB): it is ingested once space is freed)');
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        const warnings = lines.filter((line) => /ingestion waits until space is freed/.test(line.msg ?? ''));
+        t.equal(warnings.length, 1, 'said once');
+        t.match(warnings[0]?.msg, /less than MIN_FREE_DISK_MB \(0\) would be left after the next document \(\d+ MB to ingest\): ingestion waits until space is freed$/);
+      });
+    }
+  });
+}
