@@ -45,6 +45,37 @@ export interface Database {
 export class DatabaseUnavailableError extends StartRefusal {}
 
 /**
+ * Less free space than the embedded database needs to start: it writes its log at start, and on a
+ * full disk it aborts ("RuntimeError: Aborted()"), which says nothing of why.
+ */
+const EMBEDDED_START_MIN_FREE_BYTES = 64 * 1024 * 1024;
+
+/** The embedded database could not open for want of disk space. */
+export class EmbeddedDatabaseDiskFullError extends StartRefusal {}
+
+/** `error`, or why it happened when the embedded database's disk has (almost) no space left. */
+async function explainedByFullDisk(error: unknown, dataDir: string | undefined): Promise<unknown> {
+  // A refusal that says its own reason (the directory held by another process) stands.
+  if (error instanceof StartRefusal || dataDir === undefined) return error;
+  const free = await freeBytesAt(dataDir);
+  if (free === null || free >= EMBEDDED_START_MIN_FREE_BYTES) return error;
+  return new EmbeddedDatabaseDiskFullError(`the embedded database in ${dataDir} could not open: the disk holding it has ${(free / 1024 / 1024).toFixed(1)} MB free `
+    + `(${error instanceof Error ? error.message : String(error)}); free space (the database needs some to start) and start again`);
+}
+
+/** Free bytes on the disk holding `directory` (or its nearest existing parent); null when it cannot be read. */
+async function freeBytesAt(directory: string): Promise<number | null> {
+  for (let current = directory; ; current = path.dirname(current)) {
+    try {
+      const stats = await fs.statfs(current);
+      return stats.bavail * stats.bsize;
+    } catch {
+      if (path.dirname(current) === current) return null;
+    }
+  }
+}
+
+/**
  * Whether opening failed at the connection (failedAtTheConnection), or at creating the missing
  * database (MikroORM creates it) without the privilege to (42501).
  */
@@ -154,7 +185,8 @@ async function refuseNonUnicodeDatabase(orm: MikroORM): Promise<void> {
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   // Before PGlite touches the directory: a second process on it loses one side's writes.
-  const lock = options.databaseUrl || options.dataDir === undefined ? undefined : await lockDataDirectory(options.dataDir);
+  const lock = options.databaseUrl || options.dataDir === undefined ? undefined : await lockDataDirectory(options.dataDir)
+    .catch(async (error: unknown) => { throw await explainedByFullDisk(error, options.dataDir); });
   let orm: MikroORM | undefined;
   let pglite: PGlite | undefined;
   try {
@@ -194,7 +226,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       const reason = error.message || (error as { code?: string }).code;
       throw new DatabaseUnavailableError(`could not open PostgreSQL at ${describeDatabaseUrl(options.databaseUrl)} (DATABASE_URL): ${reason}`);
     }
-    throw error;
+    throw await explainedByFullDisk(error, options.dataDir);
   }
   return databaseHandle(orm, pglite, lock);
 }
