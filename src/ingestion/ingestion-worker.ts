@@ -3,7 +3,7 @@ import type { SqlRunner } from '../plugins.js';
 import { IngestionError, ingestDocuments, type IngestionRuntime } from './ingest-document.js';
 import { isDatabaseUnavailable } from '../db/connection-failures.js';
 import {
-  ABANDONED_BEFORE_LAST_ATTEMPT, ABANDONED_ON_LAST_ATTEMPT, isLastAttempt, RELEASED_AFTER_DATABASE_OUTAGE, RELEASED_FOR_DISK_SPACE, type Job, type JobQueue,
+  ABANDONED_BEFORE_LAST_ATTEMPT, ABANDONED_ON_LAST_ATTEMPT, isLastAttempt, RELEASED_AFTER_DATABASE_OUTAGE, WAITING_FOR_DISK_SPACE, type Job, type JobQueue,
 } from './job-queue.js';
 import { takeBackWrittenParts } from './written-parts.js';
 import { FailedJobRecorder, willRetry, type DocumentTold } from './failed-jobs.js';
@@ -172,7 +172,7 @@ export class IngestionWorker {
     }
     // Reserved before anything else is awaited, so that another loop's claim sees it.
     this.reservedBytes += reservedBytes;
-    if (beyond.length > 0) await this.handBack(beyond.map((job) => job.id), RELEASED_FOR_DISK_SPACE);
+    if (beyond.length > 0) await this.handBack(beyond.map((job) => job.id), WAITING_FOR_DISK_SPACE);
     if (fitting.length === 0) {
       const smallest = Math.min(...beyond.map(neededFor));
       await this.waitForDiskSpace(`${await this.diskSpace.describeShortage()} after the next document (${Math.ceil(smallest / 1024 / 1024)} MB to ingest)`);
@@ -180,10 +180,17 @@ export class IngestionWorker {
     return { fitting, reservedBytes };
   }
 
-  /** Waits a while for space to be freed; said once per wait. */
+  /**
+   * Waits a while for space to be freed. Said once per wait, in the log and in the queued
+   * documents' progress: they said only "waiting for a worker".
+   */
   private async waitForDiskSpace(shortage: string): Promise<void> {
-    if (!this.waitingForDiskSpace) this.logger.warn(`${shortage}: ingestion waits until space is freed`);
-    this.waitingForDiskSpace = true;
+    if (!this.waitingForDiskSpace) {
+      this.waitingForDiskSpace = true;
+      this.logger.warn(`${shortage}: ingestion waits until space is freed`);
+      await this.queue.tellQueuedWhyTheyWait(WAITING_FOR_DISK_SPACE)
+        .catch((error: unknown) => this.logger.warn({ err: error }, 'could not tell the queued documents that they wait for disk space'));
+    }
     await this.idle();
   }
 

@@ -21,8 +21,8 @@ export const JOB_LEASE_MS = 60_000;
 /** Why a document whose job was handed back at a graceful stop waits for a worker. */
 export const RELEASED_AT_STOP = 'the process working on it was stopped';
 
-/** Why a document whose job was handed back for want of disk space waits for a worker. */
-export const RELEASED_FOR_DISK_SPACE = 'the disk holding DATA_DIR is nearly full (MIN_FREE_DISK_MB): it is ingested once space is freed';
+/** Why a document waits for a worker while the disk is nearly full: its job handed back, or not claimed. */
+export const WAITING_FOR_DISK_SPACE = 'the disk holding DATA_DIR is nearly full (MIN_FREE_DISK_MB): it is ingested once space is freed';
 
 /** Why a document whose job was handed back after the database went away under it waits for a worker. */
 export const RELEASED_AFTER_DATABASE_OUTAGE = 'the database was unavailable while it was processed';
@@ -144,6 +144,20 @@ export class JobQueue {
        where id in (select document_id from released) and status in ('pending', 'processing')`,
       [jobIds, this.workerId, `waiting for a worker (${reason})`],
     );
+  }
+
+  /**
+   * Says in their progress why the queued documents wait for a worker (`reason`), in one statement:
+   * those not waiting for a retry or for their provider, whose progress says so already. Returns how many.
+   */
+  async tellQueuedWhyTheyWait(reason: string): Promise<number> {
+    const rows = await this.sql<{ id: string }>(
+      `update documents d set progress = jsonb_build_object('stage', 'queued', 'percent', 0, 'message', ?::text), updated_at = now()
+       from jobs j where j.document_id = d.id and j.status = 'queued' and j.last_error is null and j.provider_unavailable_since is null
+         and d.status = 'pending' returning d.id`,
+      [`waiting for a worker (${reason})`],
+    );
+    return rows.length;
   }
 
   /**

@@ -105,6 +105,7 @@ for (const backend of testBackends()) {
       await new Promise((resolve) => setTimeout(resolve, 2500));
       const waiting = (await full.app.inject({ url: `/v1/collections/later/documents/${created.json().id}`, headers: admin })).json();
       t.equal(waiting.status, 'pending', 'not ingested while the disk is nearly full');
+      t.equal(waiting.progress.message, 'waiting for a worker (the disk holding DATA_DIR is nearly full (MIN_FREE_DISK_MB): it is ingested once space is freed)', 'and says why');
       const warnings = lines.filter((line) => /ingestion waits until space is freed/.test(line.msg ?? ''));
       t.equal(warnings.length, 1, 'said once, not once a second');
       t.match(warnings[0]?.msg, /^The disk holding DATA_DIR \(.+\) has \d+ MB free, less than MIN_FREE_DISK_MB \(\d+\) would be left: ingestion waits until space is freed$/);
