@@ -9,6 +9,7 @@ import { inspect } from 'node:util';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { StartRefusal } from '../errors.js';
+import { availableBytes, megabytes } from '../storage/disk-space.js';
 import { failedAtTheConnection } from './connection-failures.js';
 import { lockDataDirectory, type DataDirectoryLock } from './data-dir-lock.js';
 import { entities } from './entities/index.js';
@@ -57,23 +58,12 @@ export class EmbeddedDatabaseDiskFullError extends StartRefusal {}
 async function explainedByFullDisk(error: unknown, dataDir: string | undefined): Promise<unknown> {
   // A refusal that says its own reason (the directory held by another process) stands.
   if (error instanceof StartRefusal || dataDir === undefined) return error;
-  const free = await freeBytesAt(dataDir);
+  const free = await availableBytes(dataDir).catch(() => null);
   if (free === null || free >= EMBEDDED_START_MIN_FREE_BYTES) return error;
-  return new EmbeddedDatabaseDiskFullError(`the embedded database in ${dataDir} could not open: the disk holding it has ${(free / 1024 / 1024).toFixed(1)} MB free `
+  return new EmbeddedDatabaseDiskFullError(`the embedded database in ${dataDir} could not open: the disk holding it has ${megabytes(free)} MB free `
     + `(${error instanceof Error ? error.message : String(error)}); free space (the database needs some to start) and start again`);
 }
 
-/** Free bytes on the disk holding `directory` (or its nearest existing parent); null when it cannot be read. */
-async function freeBytesAt(directory: string): Promise<number | null> {
-  for (let current = directory; ; current = path.dirname(current)) {
-    try {
-      const stats = await fs.statfs(current);
-      return stats.bavail * stats.bsize;
-    } catch {
-      if (path.dirname(current) === current) return null;
-    }
-  }
-}
 
 /**
  * Whether opening failed at the connection (failedAtTheConnection), or at creating the missing

@@ -28,6 +28,11 @@ interface ProviderWaitOfClaim {
   nextAttemptAt: Date;
 }
 
+/** `embedding failed: openai answered 503: ...`: the failure as its job and document record it. */
+function describeFailure(failure: IngestionError): string {
+  return `${failure.stage} failed: ${failure.message}`;
+}
+
 export function willRetry(detail: string): string {
   return `${detail} (will retry)`;
 }
@@ -80,7 +85,7 @@ export class FailedJobRecorder {
 
   private async failOrRetry(failures: FailedJob[]): Promise<DocumentTold[]> {
     if (failures.length === 0) return [];
-    const detailed = failures.map(({ job, failure }) => ({ job, failure, error: `${failure.stage} failed: ${failure.message}`, final: !failure.retryable }));
+    const detailed = failures.map(({ job, failure }) => ({ job, failure, error: describeFailure(failure), final: !failure.retryable }));
     const outcomes = await this.queue.fail(detailed).catch(() => new Map(failures.map(({ job }) => [job.id, 'failed' as const])));
     const told: DocumentTold[] = [];
     for (const { job, failure, error } of detailed) {
@@ -95,7 +100,7 @@ export class FailedJobRecorder {
 
   private async waitForProvider(failures: FailedJob[]): Promise<{ told: DocumentTold[]; claim: ProviderWaitOfClaim | null }> {
     if (failures.length === 0) return { told: [], claim: null };
-    const detailed = failures.map(({ job, failure }) => ({ job, failure, error: `${failure.stage} failed: ${failure.message}`, retryAfterMs: failure.providerUnavailable?.retryAfterMs }));
+    const detailed = failures.map(({ job, failure }) => ({ job, failure, error: describeFailure(failure), retryAfterMs: failure.providerUnavailable?.retryAfterMs }));
     const waits = await this.queue.waitForProvider(detailed, this.providerOutageWaitMs)
       .catch(() => new Map(failures.map(({ job }) => [job.id, { outcome: 'failed', waitedMs: 0 } as const])));
     const told: DocumentTold[] = [];

@@ -155,8 +155,9 @@ export class IngestionWorker {
    * at all, and one claim of 53 documents of 300 KB, ingested at once, filled a disk from 17 MB
    * free to none. A document too large for the room does not hold back smaller ones behind it.
    */
-  private async withinDiskRoom(jobs: Job[]): Promise<{ fitting: Job[]; reservedBytes: number }> {
-    const room = this.diskSpace ? await this.diskSpace.roomBytes() - this.reservedBytes : Number.POSITIVE_INFINITY;
+  private async withinDiskRoom(jobs: Job[], diskRoom: number): Promise<{ fitting: Job[]; reservedBytes: number }> {
+    // The other loops' reservations as they are now: some may have claimed since the disk was read.
+    const room = diskRoom - this.reservedBytes;
     if (!this.diskSpace || !Number.isFinite(room)) return { fitting: jobs, reservedBytes: 0 };
     const neededFor = (job: Job) => Number(job.document_bytes ?? 0) * STORED_BYTES_PER_ORIGINAL_BYTE;
     const fitting: Job[] = [];
@@ -212,7 +213,9 @@ export class IngestionWorker {
 
   private async loop(): Promise<void> {
     while (this.running) {
-      if (this.diskSpace && await this.diskSpace.roomBytes() - this.reservedBytes <= 0) {
+      // Read once a claim: the claim's fit is judged against the same reading.
+      const diskRoom = this.diskSpace ? await this.diskSpace.roomBytes() : Number.POSITIVE_INFINITY;
+      if (this.diskSpace && diskRoom - this.reservedBytes <= 0) {
         await this.waitForDiskSpace(await this.diskSpace.describeShortage());
         continue;
       }
@@ -235,7 +238,7 @@ export class IngestionWorker {
         continue;
       }
       for (const job of jobs) this.held.add(job.id);
-      const { fitting, reservedBytes } = await this.withinDiskRoom(jobs);
+      const { fitting, reservedBytes } = await this.withinDiskRoom(jobs, diskRoom);
       if (fitting.length === 0) continue;
       if (this.waitingForDiskSpace) this.logger.info('there is disk space again: ingestion goes on');
       this.waitingForDiskSpace = false;

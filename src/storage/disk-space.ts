@@ -1,4 +1,5 @@
 import { statfs } from 'node:fs/promises';
+import path from 'node:path';
 import { InsufficientStorageError } from '../errors.js';
 
 /**
@@ -11,9 +12,16 @@ const MB = 1024 * 1024;
 /** Bytes an unprivileged process may still write on the file system holding `directory`. */
 export type FreeSpaceReader = (directory: string) => Promise<number>;
 
-async function availableBytes(directory: string): Promise<number> {
-  const stats = await statfs(directory);
-  return stats.bavail * stats.bsize;
+/** Free bytes of the file system holding `directory`, or its nearest existing parent (a DATA_DIR not made yet). */
+export async function availableBytes(directory: string): Promise<number> {
+  for (let current = directory; ; current = path.dirname(current)) {
+    try {
+      const stats = await statfs(current);
+      return stats.bavail * stats.bsize;
+    } catch (error) {
+      if (path.dirname(current) === current) throw error;
+    }
+  }
 }
 
 /**
@@ -25,7 +33,8 @@ export function isDiskFull(error: unknown): boolean {
   return code === 'ENOSPC' || code === '53100';
 }
 
-function megabytes(bytes: number): string {
+/** `563`, `0.3`: megabytes as messages about the disk give them. */
+export function megabytes(bytes: number): string {
   return (Math.max(bytes, 0) / MB).toFixed(bytes < 10 * MB ? 1 : 0);
 }
 
