@@ -38,7 +38,8 @@ for (const backend of testBackends()) {
       t.match(ready.json().disk, { min_free_bytes: BEYOND_ANY_DISK, writes_refused: true });
       t.type(ready.json().disk.free_bytes, 'number');
 
-      const single = multipartUpload([{ filename: 'tides.txt', content: 'The harbour keeps the tide tables.', contentType: 'text/plain' }]);
+      // Past ORIGINALS_IN_DATABASE_MAX_BYTES: accepted, it would be written as a file.
+      const single = multipartUpload([{ filename: 'tides.txt', content: 'The harbour keeps the tide tables. '.repeat(3000), contentType: 'text/plain' }]);
       const refused = await app.inject({ method: 'POST', url: '/v1/collections/full/documents', headers: { ...admin, ...single.headers }, payload: single.payload });
       assertError(t, refused, 507, REFUSED, 'single upload');
       t.equal(refused.json().code, 'insufficient_storage');
