@@ -247,6 +247,8 @@ export interface RemoteCallPolicy {
 
 export interface PluginLogger {
   warn(details: Record<string, unknown>, message: string): void;
+  info(details: Record<string, unknown>, message: string): void;
+  debug(details: Record<string, unknown>, message: string): void;
 }
 
 export interface SqlRunner {

@@ -58,7 +58,7 @@ async function startFake(): Promise<{ child: ChildProcess; baseUrl: string }> {
 async function embeddingStage(baseUrl: string, child: ChildProcess, concurrency: number) {
   await ask(child, 'reset', 'reset');
   const model = new PluginRegistry().create('embedding', 'cohere', { model: MODEL, apiKey: KEY, baseUrl }, {
-    remoteCalls: { timeoutMs: 30_000, maxRetries: 0, concurrency }, logger: { warn() {} },
+    remoteCalls: { timeoutMs: 30_000, maxRetries: 0, concurrency }, logger: { warn() {}, info() {}, debug() {} },
   });
   const texts = paragraphs(STAGE_TEXTS, 'stage');
   const started = performance.now();

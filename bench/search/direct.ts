@@ -18,6 +18,7 @@ import { arrayToLiteral } from '../../src/db/sql-runner.js';
 import { EmbeddingCache } from '../../src/embedding/embedding-cache.js';
 import { EmbeddingUsageLedger } from '../../src/embedding/embedding-usage.js';
 import { EmbeddingModels } from '../../src/ingestion/embedding-models.js';
+import { createLogger } from '../../src/logger.js';
 import { PluginRegistry } from '../../src/plugin-registry.js';
 import type { SqlRunner } from '../../src/plugins.js';
 import { queryCollection, type QueryResponse, type QueryRuntime, type QueryTimings } from '../../src/search/collection-query.js';
@@ -121,7 +122,7 @@ export function directRuntime(config: Config, sql: SqlRunner, indexes: SearchInd
   const registry = new PluginRegistry();
   const secrets = new SecretBox(undefined);
   const remoteCalls = { timeoutMs: 30_000, maxRetries: 4, concurrency: 8 };
-  const logger = { warn() {} };
+  const logger = createLogger('silent');
   const embeddings = new EmbeddingModels(registry, secrets, {
     cache: new EmbeddingCache(sql), ledger: new EmbeddingUsageLedger(sql), cacheEnabled: async () => true, remoteCalls, logger,
   });

@@ -95,6 +95,13 @@ export class ProviderHttpClient {
   readonly limit: ConcurrencyLimit;
   private readonly policy: RemoteCallPolicy;
   private readonly fetchImpl: typeof fetch;
+  /**
+   * The run of failed attempts the provider is in, if any. During an outage every request retries
+   * (8 in flight, 4 retries each, again at each of the job queue's tries): one warn line per retry
+   * filled the log, so the run's first failure is a warn line, the others are debug lines, and the
+   * first answer after them says how long it lasted.
+   */
+  private failures: { since: number; attempts: number; retryLogged: boolean } | undefined;
 
   constructor(private readonly options: ProviderClientOptions) {
     this.policy = options.policy ?? DEFAULT_REMOTE_CALL_POLICY;
@@ -153,14 +160,19 @@ export class ProviderHttpClient {
           ? describeTransportError(error, `${budget.budgetMs} ms (PROVIDER_QUERY_TIMEOUT_MS)`)
           : describeTransportError(error, `${timeoutMs} ms`);
         if (isPermanentTransportError(error)) throw this.fail(failure, false);
+        this.countFailure();
         const delay = backoffMs(attempt);
         if (!canRetry || !inTime(delay)) throw this.fail(failure, true);
         await this.pause(delay, { attempt, reason: failure });
         continue;
       }
-      if (status >= 200 && status < 300) return this.parse(text);
+      if (status >= 200 && status < 300) {
+        this.noteAnswer();
+        return this.parse(text);
+      }
       const message = `answered ${status}: ${providerMessage(text)}`;
       if (!isRetryableStatus(status) || isQuotaExhausted(status, text)) throw this.fail(message, false);
+      this.countFailure();
       const askedFor = retryAfterMs(responseHeaders);
       const delay = askedFor ?? backoffMs(attempt);
       if (!canRetry || delay > MAX_RETRY_DELAY_MS || !inTime(delay)) throw this.fail(message, true, askedFor);
@@ -176,8 +188,26 @@ export class ProviderHttpClient {
     }
   }
 
+  private countFailure(): void {
+    if (this.failures) this.failures.attempts += 1;
+    else this.failures = { since: Date.now(), attempts: 1, retryLogged: false };
+  }
+
+  private noteAnswer(): void {
+    if (!this.failures) return;
+    const { since, attempts } = this.failures;
+    this.failures = undefined;
+    this.options.logger?.info({ provider: this.options.provider, failed_attempts: attempts, failing_for_ms: Date.now() - since }, 'provider answers again');
+  }
+
   private async pause(delayMs: number, details: Record<string, unknown>): Promise<void> {
-    this.options.logger?.warn({ provider: this.options.provider, ...details, reason: this.redact(String(details.reason)), retry_in_ms: delayMs }, 'provider call failed; retrying');
+    const line = { provider: this.options.provider, ...details, reason: this.redact(String(details.reason)), retry_in_ms: delayMs };
+    if (this.failures && !this.failures.retryLogged) {
+      this.failures.retryLogged = true;
+      this.options.logger?.warn(line, 'provider call failed; retrying (its further failures are logged at debug level until it answers again)');
+    } else {
+      this.options.logger?.debug({ ...line, failed_attempts: this.failures?.attempts }, 'provider call failed again; retrying');
+    }
     await sleep(delayMs);
   }
 }

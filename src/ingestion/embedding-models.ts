@@ -5,14 +5,15 @@ import { CachedEmbeddingModel } from '../embedding/cached-embedding-model.js';
 import type { EmbeddingCache } from '../embedding/embedding-cache.js';
 import type { EmbeddingUsageLedger } from '../embedding/embedding-usage.js';
 import type { PluginRegistry } from '../plugin-registry.js';
-import type { EmbeddingConfig, EmbeddingModel, PluginLogger, RemoteCallPolicy } from '../plugins.js';
+import type { FastifyBaseLogger } from 'fastify';
+import type { EmbeddingConfig, EmbeddingModel, RemoteCallPolicy } from '../plugins.js';
 
 export interface EmbeddingModelsOptions {
   cache: EmbeddingCache;
   ledger: EmbeddingUsageLedger;
   cacheEnabled(): Promise<boolean>;
   remoteCalls: RemoteCallPolicy;
-  logger: PluginLogger;
+  logger: FastifyBaseLogger;
 }
 
 /**
@@ -35,7 +36,7 @@ export class EmbeddingModels {
         dimension: collection.dimension,
         baseUrl: collection.embeddingBaseUrl ?? undefined,
         apiKey: collection.embeddingApiKeySealed ? this.secrets.open(collection.embeddingApiKeySealed) : undefined,
-      });
+      }, this.options.logger.child({ collection: collection.name }));
       if (collection.embeddingProvider === 'local') return model;
       const { cache, ledger, cacheEnabled } = this.options;
       return new CachedEmbeddingModel(model, { collectionId: collection.id, baseUrl: collection.embeddingBaseUrl ?? '', cache, ledger, cacheEnabled });
@@ -48,7 +49,7 @@ export class EmbeddingModels {
   }
 
   /** A model outside any collection, neither cached nor accounted (connection tests of presets). */
-  create(provider: string, config: EmbeddingConfig): EmbeddingModel {
-    return this.registry.create('embedding', provider, config, { remoteCalls: this.options.remoteCalls, logger: this.options.logger });
+  create(provider: string, config: EmbeddingConfig, logger = this.options.logger): EmbeddingModel {
+    return this.registry.create('embedding', provider, config, { remoteCalls: this.options.remoteCalls, logger });
   }
 }

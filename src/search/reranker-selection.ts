@@ -1,9 +1,10 @@
+import type { FastifyBaseLogger } from 'fastify';
 import { PerCollectionInstances } from '../collections/per-collection-instances.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { CollectionRecord } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
 import type { PluginRegistry } from '../plugin-registry.js';
-import type { PluginLogger, RemoteCallPolicy, Reranker } from '../plugins.js';
+import type { RemoteCallPolicy, Reranker } from '../plugins.js';
 
 const REMOTE_RERANKING_PROVIDERS = ['cohere', 'voyage', 'openai_compatible'];
 /** Hosted APIs answer every call without a key with 401; self-hosted `openai_compatible` servers often need none. */
@@ -41,7 +42,7 @@ export class RerankerModels {
   constructor(
     private readonly registry: PluginRegistry,
     private readonly secrets: SecretBox,
-    private readonly options: { remoteCalls: RemoteCallPolicy; logger: PluginLogger },
+    private readonly options: { remoteCalls: RemoteCallPolicy; logger: FastifyBaseLogger },
   ) {}
 
   forCollection(collection: CollectionRecord): Reranker {
@@ -52,7 +53,7 @@ export class RerankerModels {
         ...(model ? { model } : {}),
         ...(collection.rerankingBaseUrl ? { baseUrl: collection.rerankingBaseUrl } : {}),
         ...(collection.rerankingApiKeySealed ? { apiKey: this.secrets.open(collection.rerankingApiKeySealed) } : {}),
-      }, this.options);
+      }, { remoteCalls: this.options.remoteCalls, logger: this.options.logger.child({ collection: collection.name }) });
     });
   }
 

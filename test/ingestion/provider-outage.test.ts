@@ -131,6 +131,30 @@ for (const backend of testBackends()) {
       t.match(waits[0], { level: 40, jobs: 3, error: 'embedding failed: openai answered 503: The engine is currently overloaded' });
     });
 
+    await t.test('a provider failing request after request is one warn line of its client, naming the collection, and one line when it answers again', async (t) => {
+      const { lines, stream: logStream } = logLines();
+      const { fake, ctx, cookie } = await outageApp(t, backend, 600_000, { logStream }, { providerMaxRetries: 3, providerConcurrency: 1 });
+      // One request at a time, tried 4 times: it fails 4 times, the documents wait for the provider,
+      // then the next claim's request fails twice more before the provider answers.
+      fake.failNext('openai', { ...OVERLOADED, headers: { 'retry-after-ms': '5' } }, 6);
+      const files = Array.from({ length: 3 }, (_, index) => ({ filename: `log-${index}.txt`, content: `Harbour log ${index} about the tides and the ferry.`, contentType: 'text/plain' }));
+      const upload = multipartUpload(files);
+      const answer = await ctx.app.inject({ method: 'POST', url: '/v1/collections/docs/documents/batch', headers: { cookie, ...upload.headers }, payload: upload.payload });
+      t.equal(answer.statusCode, 202, answer.body);
+      const documents = await waitForIngestion(ctx.app, 'docs', { cookie });
+      t.same(documents.map((document) => document.status), files.map(() => 'ready'), 'every document is ingested');
+      t.equal(fake.requestsTo('openai').length, 7, 'six failed attempts, then the answer');
+      const failures = lines.filter((line) => /^provider call failed/.test(line.msg ?? ''));
+      const warned = failures.filter((line) => line.level === 40);
+      t.equal(warned.length, 1, `one warn line for the run of failures (${failures.length} lines in all)`);
+      t.match(warned[0], { component: 'providers', provider: 'openai', collection: 'docs', status: 503, reason: 'answered 503: The engine is currently overloaded' });
+      t.equal(failures.filter((line) => line.level === 20).length, 4, 'the other retried failures at debug level (the 4th and 6th were not retried: the documents waited)');
+      const recovered = lines.filter((line) => line.msg === 'provider answers again');
+      t.equal(recovered.length, 1, 'one line when it answers again');
+      t.match(recovered[0], { level: 30, component: 'providers', provider: 'openai', collection: 'docs', failed_attempts: 6 });
+      t.ok((recovered[0] as { failing_for_ms?: number }).failing_for_ms! >= 0, 'saying for how long it failed');
+    });
+
     await t.test('once a claim finds the provider unavailable, the collection\'s other queued documents wait with it instead of each finding it again', async (t) => {
       // One worker claims 64 jobs at a time: the first claim finds the provider down, the other 5 due jobs are still queued.
       // One request in flight: a claim's 64 chunks go in one request.

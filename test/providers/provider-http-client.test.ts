@@ -53,7 +53,12 @@ t.test('the client: retries, their limits, and what it refuses to retry', async 
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/x`;
   const key = 'sk-client-test-key-12345';
   const warnings: string[] = [];
-  const client = new ProviderHttpClient({ provider: 'acme', apiKey: key, policy, logger: { warn: (details, message) => warnings.push(`${message} ${JSON.stringify(details)}`) } });
+  const quieter: Array<{ level: 'info' | 'debug'; message: string; details: Record<string, unknown> }> = [];
+  const client = new ProviderHttpClient({ provider: 'acme', apiKey: key, policy, logger: {
+    warn: (details, message) => warnings.push(`${message} ${JSON.stringify(details)}`),
+    info: (details, message) => quieter.push({ level: 'info', message, details }),
+    debug: (details, message) => quieter.push({ level: 'debug', message, details }),
+  } });
 
   answers.push([503, JSON.stringify({ message: `busy for ${key}` }), { 'retry-after-ms': '10' }]);
   t.same(await client.postJson(url, {}), { ok: true });
@@ -61,6 +66,7 @@ t.test('the client: retries, their limits, and what it refuses to retry', async 
   t.equal(warnings.length, 1);
   t.notMatch(warnings[0]!, key, 'the retry log line holds no key');
   t.match(warnings[0]!, '[redacted]');
+  t.match(quieter, [{ level: 'info', message: 'provider answers again', details: { provider: 'acme', failed_attempts: 1 } }], 'and one line when it answers again');
 
   calls = 0;
   answers.push([500, '{"message":"down"}', { 'retry-after': '0' }], [502, '{"message":"down"}', { 'retry-after': '0' }], [500, '{"message":"still down"}', { 'retry-after': '0' }]);
@@ -68,6 +74,8 @@ t.test('the client: retries, their limits, and what it refuses to retry', async 
   t.ok(exhausted instanceof ProviderError);
   t.match(exhausted, { message: 'acme answered 500: still down', retryable: true, status: 502 });
   t.equal(calls, 3, 'one attempt and two retries');
+  t.equal(warnings.length, 2, 'a new run of failures: one warn line');
+  t.match(quieter.slice(1), [{ level: 'debug', message: 'provider call failed again; retrying', details: { failed_attempts: 2, status: 502 } }], 'its next retried failure at debug level');
 
   calls = 0;
   answers.push([429, '{"message":"slow down"}', { 'retry-after': '120' }]);
@@ -78,6 +86,11 @@ t.test('the client: retries, their limits, and what it refuses to retry', async 
   answers.push([422, '{"detail":"texts too long"}']);
   t.match(await client.postJson(url, {}).catch((error: unknown) => error), { message: 'acme answered 422: texts too long', retryable: false });
   t.equal(calls, 1, 'a 4xx is not retried');
+  t.equal(warnings.length, 2, 'the run went on: no other warn line');
+  answers.push([503, '{"message":"down"}', { 'retry-after': '0' }]);
+  t.same(await client.postJson(url, {}), { ok: true });
+  t.equal(warnings.length, 2, 'nor for this failure');
+  t.match(quieter.at(-1), { level: 'info', message: 'provider answers again', details: { failed_attempts: 5 } }, 'the answer ends the run of 5 retryable failures (3 + the 429 + this one; the 4xx was not one)');
 
   answers.push([200, 'not json']);
   t.match(await client.postJson(url, {}).catch((error: unknown) => error), { message: 'acme answered with a body that is not JSON', retryable: false });
