@@ -162,10 +162,19 @@ export async function listDocumentChunks(sql: SqlRunner, documentId: string, pag
   return { rows, total: Number(count?.total ?? 0) };
 }
 
-export async function fetchChunksByKey(sql: SqlRunner, keys: number[]): Promise<Map<number, StoredChunk>> {
+/** A chunk found by a query, with what a citation of it needs: its document's file name and title (null for a raw vector). */
+export interface FoundChunk extends StoredChunk {
+  document_filename: string | null;
+  document_title: string | null;
+}
+
+export async function fetchChunksByKey(sql: SqlRunner, keys: number[]): Promise<Map<number, FoundChunk>> {
   if (keys.length === 0) return new Map();
-  const rows = await sql<StoredChunk & { key: string | number }>(
-    'select key, id, collection_id, document_id, chunk_index, text, metadata, tenant from chunks where key = any(?::bigint[])', [keys],
+  const rows = await sql<FoundChunk & { key: string | number }>(
+    `select c.key, c.id, c.collection_id, c.document_id, c.chunk_index, c.text, c.metadata, c.tenant,
+            d.filename as document_filename, d.title as document_title
+       from chunks c left join documents d on d.id = c.document_id
+      where c.key = any(?::bigint[])`, [keys],
   );
   return new Map(rows.map((row) => [Number(row.key), { ...row, key: Number(row.key) }]));
 }

@@ -32,6 +32,9 @@ const MIN_FUSION_DEPTH = 50;
 export interface QueryResult {
   id: string;
   document_id: string | null;
+  /** The file name and title of the chunk's document, for citing it; null for a raw vector (and a title for a document without one). */
+  document_filename: string | null;
+  document_title: string | null;
   chunk_index: number;
   text: string;
   score: number;
@@ -187,7 +190,8 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
     // A chunk deleted between the index lookup and the fetch is simply left out.
     if (!chunk) continue;
     results.push({
-      id: chunk.id, document_id: chunk.document_id, chunk_index: chunk.chunk_index, text: chunk.text,
+      id: chunk.id, document_id: chunk.document_id, document_filename: chunk.document_filename, document_title: chunk.document_title,
+      chunk_index: chunk.chunk_index, text: chunk.text,
       score: hit.score, scores: hit.scores, metadata: chunk.metadata, collection: collection.name,
     });
   }

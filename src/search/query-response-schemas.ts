@@ -22,6 +22,8 @@ const MultimodalElement = Type.Object({
 const queryResultFields = {
   id: Type.String({ description: 'the chunk id (a raw vector keeps the id it was upserted with)' }),
   document_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'null for a raw vector' }),
+  document_filename: Type.Union([Type.String(), Type.Null()], { description: 'the file name of the result\'s document, for citing it; null for a raw vector' }),
+  document_title: Type.Union([Type.String(), Type.Null()], { description: 'the title of the result\'s document (as the document states it: front matter, `<title>`, file properties, else its first level-1 heading); null for a raw vector or a document without one' }),
   chunk_index: Type.Integer({ minimum: 0 }),
   text: Type.String(),
   score: Type.Number({ description: 'the score the results are ordered by: cosine (semantic), BM25 (keyword), scaled RRF (hybrid), or the reranker\'s' }),

@@ -19,6 +19,8 @@ import {
 interface Result {
   id: string;
   document_id: string | null;
+  document_filename: string | null;
+  document_title: string | null;
   chunk_index: number;
   text: string;
   score: number;
@@ -154,9 +156,11 @@ for (const backend of testBackends()) {
         for (const field of absent) t.notOk(field in answer.timings, `${mode}: no timings.${field}`);
         t.notOk(answer.timings.cached, `${mode}: skip_cache answers are not cached`);
         for (const result of answer.results) {
-          t.same(Object.keys(result).sort(), ['chunk_index', 'collection', 'document_id', 'id', 'metadata', 'score', 'scores', 'text'], `${mode}: ${result.id} fields`);
+          t.same(Object.keys(result).sort(), ['chunk_index', 'collection', 'document_filename', 'document_id', 'document_title', 'id', 'metadata', 'score', 'scores', 'text'], `${mode}: ${result.id} fields`);
           const item = fixture.find((candidate) => candidate.id === result.id)!;
           t.equal(result.document_id, null, `${mode}: raw vector has no document`);
+          t.equal(result.document_filename, null, `${mode}: nor a file name`);
+          t.equal(result.document_title, null, `${mode}: nor a title`);
           t.equal(result.chunk_index, 0);
           t.equal(result.text, item.text, `${mode}: ${result.id} text`);
           t.same(result.metadata, item.metadata, `${mode}: ${result.id} metadata`);
@@ -319,6 +323,8 @@ for (const backend of testBackends()) {
       t.equal(hit!.id, documentChunkId(documentId, 0));
       t.match(hit!.id, /^[0-9a-f]{8}-[0-9a-f]{4}-3[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'a chunk id is a UUID (api-contract 1)');
       t.equal(hit!.document_id, documentId);
+      t.equal(hit!.document_filename, 'orbits.txt', 'the document\'s file name, to cite it');
+      t.equal(hit!.document_title, null, 'a text file states no title');
       t.equal(hit!.chunk_index, 0);
       t.equal(hit!.text, text);
       t.equal(hit!.collection, 'docs');
@@ -328,6 +334,16 @@ for (const backend of testBackends()) {
 
       const filtered = await query('docs', { query: 'orbits', search_mode: 'keyword', filters: { 'dept.name': 'astro' } });
       t.same(ids(filtered), [documentChunkId(documentId, 0)], 'upload metadata is filterable');
+
+      const titled = multipartUpload([{ filename: 'laws/kepler.md', content: '---\ntitle: Kepler\'s laws\n---\n# Orbits\n\nEach planet sweeps equal areas in equal times.', contentType: 'text/markdown' }]);
+      t.equal((await app.inject({ method: 'POST', url: '/v1/collections/docs/documents', headers: { ...admin, ...titled.headers }, payload: titled.payload })).statusCode, 202);
+      await waitForIngestion(app, 'docs', admin);
+      for (const mode of ['semantic', 'keyword', 'hybrid']) {
+        const [found] = (await query('docs', { query: 'planet sweeps equal areas', search_mode: mode, top_k: 1 })).results;
+        t.match(found, { document_filename: 'kepler.md', document_title: 'Kepler\'s laws' }, `${mode}: a result names its document's file and title`);
+      }
+      const across = await app.inject({ method: 'POST', url: '/v1/query', headers: admin, payload: { query: 'planet sweeps equal areas', collections: ['docs'], top_k: 1 } });
+      t.match(across.json().results[0], { document_filename: 'kepler.md', document_title: 'Kepler\'s laws' }, 'so does a result of /v1/query');
     });
 
     // PGlite regression: MikroORM inlines SQL parameters, and a ";" inside a value made PGlite's
