@@ -54,6 +54,8 @@ export interface Config {
   providerOutageWaitMs: number;
   /** Free space DATA_DIR's disk must keep: below it uploads and vector upserts are refused (507) and ingestion waits; 0 turns the check off. */
   minFreeDiskBytes: number;
+  /** The embedded database is checkpointed once its write-ahead log since the last checkpoint is this large; 0 leaves it to PGlite (max_wal_size 1GB). */
+  embeddedCheckpointWalBytes: number;
   /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
   fileStore: 'local' | 's3';
   s3: S3StoreConfig;
@@ -182,6 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providerQueryTimeoutMs: integer(env, 'PROVIDER_QUERY_TIMEOUT_MS', 10_000, 1),
     providerOutageWaitMs: integer(env, 'PROVIDER_OUTAGE_WAIT_S', 3600) * 1000,
     minFreeDiskBytes: integer(env, 'MIN_FREE_DISK_MB', 1024) * 1024 * 1024,
+    embeddedCheckpointWalBytes: integer(env, 'EMBEDDED_CHECKPOINT_WAL_MB', 64) * 1024 * 1024,
     fileStore,
     s3: {
       endpoint: optional(env, 'S3_ENDPOINT'),

@@ -33,6 +33,7 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
     [{ PROVIDER_QUERY_TIMEOUT_MS: '0' }, /^PROVIDER_QUERY_TIMEOUT_MS must be an integer/],
     [{ PROVIDER_OUTAGE_WAIT_S: 'an hour' }, /^PROVIDER_OUTAGE_WAIT_S must be an integer/],
     [{ MIN_FREE_DISK_MB: '1GB' }, /^MIN_FREE_DISK_MB must be an integer/],
+    [{ EMBEDDED_CHECKPOINT_WAL_MB: '-1' }, /^EMBEDDED_CHECKPOINT_WAL_MB must be an integer/],
   ];
   for (const [env, message] of refused) {
     t.throws(() => loadConfig(env), message, JSON.stringify(env));
@@ -46,6 +47,8 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
   t.match(loadConfig({ PROVIDER_QUERY_TIMEOUT_MS: '2500', PROVIDER_OUTAGE_WAIT_S: '0' }), { providerQueryTimeoutMs: 2500, providerOutageWaitMs: 0 });
   t.match(loadConfig({}), { minFreeDiskBytes: 1024 * 1024 * 1024 }, 'writes stop with a gigabyte left: the embedded database\'s log may take that between checkpoints');
   t.match(loadConfig({ MIN_FREE_DISK_MB: '0' }), { minFreeDiskBytes: 0 });
+  t.match(loadConfig({}), { embeddedCheckpointWalBytes: 64 * 1024 * 1024 }, 'the embedded database is checkpointed every 64 MB of log');
+  t.match(loadConfig({ EMBEDDED_CHECKPOINT_WAL_MB: '0' }), { embeddedCheckpointWalBytes: 0 });
 });
 
 /** Starts the service with `env` over the test's environment and waits for it to exit. */
