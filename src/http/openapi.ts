@@ -1,8 +1,8 @@
 import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { Type, type TSchema } from 'typebox';
-import { OPEN } from './route-access.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -152,7 +152,7 @@ function withOptionalBodies<Document extends { paths?: object }>(document: Docum
   return document;
 }
 
-/** The OpenAPI document is generated from the route schemas and served at /docs/json. */
+/** The OpenAPI document is generated from the route schemas and served at /docs/json, with Swagger UI at /docs. */
 export const openapi = fp(async (app: FastifyInstance) => {
   await app.register(swagger, {
     openapi: {
@@ -177,5 +177,6 @@ export const openapi = fp(async (app: FastifyInstance) => {
     // Only the `openapi` document is configured; a Swagger 2 one would be passed on unchanged.
     transformObject: (document) => ('openapiObject' in document ? withOptionalBodies(document.openapiObject) : document.swaggerObject),
   });
-  app.get('/docs/json', { config: OPEN, schema: { hide: true } }, async () => app.swagger());
+  // The document at /docs/json (and /docs/yaml), and Swagger UI at /docs to read and try it.
+  await app.register(swaggerUi, { routePrefix: '/docs' });
 }, { name: 'openapi' });

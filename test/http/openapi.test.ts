@@ -57,6 +57,23 @@ for (const backend of testBackends()) {
       t.strictSame(again.json(), doc, 'stable across calls');
     });
 
+    await t.test('GET /docs is Swagger UI on the document, with no credentials', async (t) => {
+      const page = await app.inject({ method: 'GET', url: '/docs' });
+      t.equal(page.statusCode, 200);
+      t.match(String(page.headers['content-type']), /^text\/html/);
+      t.match(page.body, /<script src="\/docs\/static\/swagger-ui-bundle\.js"/, 'the Swagger UI page');
+      const initializer = await app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' });
+      t.equal(initializer.statusCode, 200);
+      t.match(initializer.body, "url: resolveUrl('./json')", 'which reads /docs/json');
+      for (const asset of ['/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-ui.css']) {
+        t.equal((await app.inject({ method: 'GET', url: asset })).statusCode, 200, `serves ${asset} itself (no CDN: the service may run offline)`);
+      }
+      const yaml = await app.inject({ method: 'GET', url: '/docs/yaml' });
+      t.equal(yaml.statusCode, 200);
+      t.match(yaml.body, /^openapi: 3\.\d+\.\d+$/m, 'the document as YAML too');
+      t.match(await app.inject({ method: 'GET', url: '/docs/missing' }), { statusCode: 404 });
+    });
+
     await t.test('health endpoints', async (t) => {
       let response = await app.inject({ method: 'GET', url: '/health' });
       t.equal(response.statusCode, 200);
