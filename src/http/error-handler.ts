@@ -112,6 +112,8 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
   app.setNotFoundHandler((request, reply) => {
     const path = pathOf(request);
     const allowed = allowedMethods.at(path).map((match) => match.method);
+    // A route of this method that passed the request on found nothing there (a file Swagger UI's static route does not have).
+    if (allowed.includes(request.method)) return reply.code(404).send({ detail: `${request.method} ${path} found nothing`, code: 'not_found' });
     if (allowed.length > 0) return methodNotAllowed(reply, request.method, path, allowed);
     return reply.code(404).send({ detail: `Route ${request.method} ${path} not found`, code: 'not_found' });
   });

@@ -71,7 +71,10 @@ for (const backend of testBackends()) {
       const yaml = await app.inject({ method: 'GET', url: '/docs/yaml' });
       t.equal(yaml.statusCode, 200);
       t.match(yaml.body, /^openapi: 3\.\d+\.\d+$/m, 'the document as YAML too');
-      t.match(await app.inject({ method: 'GET', url: '/docs/missing' }), { statusCode: 404 });
+      t.match((await app.inject({ method: 'GET', url: '/docs/missing' })).json(), { detail: 'Route GET /docs/missing not found', code: 'not_found' });
+      const missingAsset = await app.inject({ method: 'GET', url: '/docs/static/missing.js' });
+      t.equal(missingAsset.statusCode, 404, 'a file it does not have is a 404 (it was a 405 saying GET is not allowed, allowed: GET)');
+      t.same(missingAsset.json(), { detail: 'GET /docs/static/missing.js found nothing', code: 'not_found' });
     });
 
     await t.test('health endpoints', async (t) => {
