@@ -56,6 +56,8 @@ export interface Config {
   minFreeDiskBytes: number;
   /** The embedded database is checkpointed once its write-ahead log since the last checkpoint is this large; 0 leaves it to PGlite (max_wal_size 1GB). */
   embeddedCheckpointWalBytes: number;
+  /** Between VACUUM rounds of the embedded database (PGlite has no autovacuum); 0 turns them off. */
+  embeddedVacuumIntervalMs: number;
   /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
   fileStore: 'local' | 's3';
   s3: S3StoreConfig;
@@ -185,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providerOutageWaitMs: integer(env, 'PROVIDER_OUTAGE_WAIT_S', 3600) * 1000,
     minFreeDiskBytes: integer(env, 'MIN_FREE_DISK_MB', 1024) * 1024 * 1024,
     embeddedCheckpointWalBytes: integer(env, 'EMBEDDED_CHECKPOINT_WAL_MB', 64) * 1024 * 1024,
+    embeddedVacuumIntervalMs: integer(env, 'EMBEDDED_VACUUM_INTERVAL_S', 60) * 1000,
     fileStore,
     s3: {
       endpoint: optional(env, 'S3_ENDPOINT'),

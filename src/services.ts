@@ -12,6 +12,7 @@ import { vectorStoreOptions, type Config } from './config.js';
 import { runEveryStep, throwFailures } from './graceful-stop.js';
 import { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/database.js';
+import { EmbeddedDatabaseUpkeep } from './db/embedded-database-upkeep.js';
 import { Collection, type CollectionRecord } from './db/entities/index.js';
 import { createSqlRunner } from './db/sql-runner.js';
 import { resolveCollectionEmbedding } from './embedding/collection-embedding.js';
@@ -31,7 +32,6 @@ import { createSqlKeywordIndex } from './search/keyword/sql-keyword-index.js';
 import { QueryCache } from './search/query-cache.js';
 import { QueryEventRecorder } from './search/query-events.js';
 import { PendingIndexRemovalSweep } from './search/pending-index-removals.js';
-import { WalCheckpoints } from './db/wal-checkpoints.js';
 import { checkRerankingSettings, RerankerModels } from './search/reranker-selection.js';
 import { dropCollectionIndexes, prepareIndexesOfLiveCollection, type SearchIndexes } from './search/search-indexes.js';
 import { parseLargeFilesOnThreads } from './parsing/parsing-thread.js';
@@ -152,8 +152,8 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     { sql, indexes, recordWrite: (collectionId) => collections.recordWrite(sql, collectionId) }, logger.child({ component: 'index-removals' }),
   );
 
-  const walCheckpoints = db.kind === 'pglite' && config.embeddedCheckpointWalBytes > 0
-    ? new WalCheckpoints(sql, logger.child({ component: 'database' }), { maxWalBytes: config.embeddedCheckpointWalBytes })
+  const upkeep = db.kind === 'pglite'
+    ? new EmbeddedDatabaseUpkeep(sql, logger.child({ component: 'database' }), { checkpointWalBytes: config.embeddedCheckpointWalBytes, vacuumIntervalMs: config.embeddedVacuumIntervalMs })
     : undefined;
   const indexWarmUp = new IndexWarmUp(sql, indexes, logger.child({ component: 'index-warm-up' }));
   const events = new QueryEventRecorder(sql, (error) => logger.error({ err: error }, 'could not record query events'));
@@ -198,14 +198,14 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
       indexRemovals.start();
-      walCheckpoints?.start();
+      upkeep?.start();
       if (config.warmUpIndexes && (config.vectorStore === 'embedded' || config.keywordIndex === 'memory')) indexWarmUp.start();
     },
     stopWork: () => ingestion.stop(),
     async stop() {
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
-        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), async () => walCheckpoints?.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), async () => upkeep?.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
       ]), 'shutdown steps of the services');
     },

@@ -1,3 +1,4 @@
+import type { FastifyBaseLogger } from 'fastify';
 import { PerCollectionInstances } from '../collections/per-collection-instances.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { CollectionRecord } from '../db/entities/index.js';
@@ -5,7 +6,6 @@ import { CachedEmbeddingModel } from '../embedding/cached-embedding-model.js';
 import type { EmbeddingCache } from '../embedding/embedding-cache.js';
 import type { EmbeddingUsageLedger } from '../embedding/embedding-usage.js';
 import type { PluginRegistry } from '../plugin-registry.js';
-import type { FastifyBaseLogger } from 'fastify';
 import type { EmbeddingConfig, EmbeddingModel, RemoteCallPolicy } from '../plugins.js';
 
 export interface EmbeddingModelsOptions {

@@ -34,6 +34,7 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
     [{ PROVIDER_OUTAGE_WAIT_S: 'an hour' }, /^PROVIDER_OUTAGE_WAIT_S must be an integer/],
     [{ MIN_FREE_DISK_MB: '1GB' }, /^MIN_FREE_DISK_MB must be an integer/],
     [{ EMBEDDED_CHECKPOINT_WAL_MB: '-1' }, /^EMBEDDED_CHECKPOINT_WAL_MB must be an integer/],
+    [{ EMBEDDED_VACUUM_INTERVAL_S: '1m' }, /^EMBEDDED_VACUUM_INTERVAL_S must be an integer/],
   ];
   for (const [env, message] of refused) {
     t.throws(() => loadConfig(env), message, JSON.stringify(env));
@@ -49,6 +50,8 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
   t.match(loadConfig({ MIN_FREE_DISK_MB: '0' }), { minFreeDiskBytes: 0 });
   t.match(loadConfig({}), { embeddedCheckpointWalBytes: 64 * 1024 * 1024 }, 'the embedded database is checkpointed every 64 MB of log');
   t.match(loadConfig({ EMBEDDED_CHECKPOINT_WAL_MB: '0' }), { embeddedCheckpointWalBytes: 0 });
+  t.match(loadConfig({}), { embeddedVacuumIntervalMs: 60_000 }, 'the embedded database is vacuumed every minute');
+  t.match(loadConfig({ EMBEDDED_VACUUM_INTERVAL_S: '0' }), { embeddedVacuumIntervalMs: 0 });
 });
 
 /** Starts the service with `env` over the test's environment and waits for it to exit. */
