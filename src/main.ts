@@ -1,5 +1,7 @@
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { buildApp } from './app.js';
+import { needsSetup } from './auth/users.service.js';
 import { loadConfig } from './config.js';
 import { openDatabase } from './db/database.js';
 import { stopGracefully } from './graceful-stop.js';
@@ -38,6 +40,13 @@ async function serve(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
   await app.listen({ port: config.port, host: config.host });
+  // Where a newcomer goes next, in words: Fastify's own lines give only the addresses.
+  const host = ['0.0.0.0', '::'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  const origin = `http://${host}:${(app.server.address() as AddressInfo).port}`;
+  logger.info({ docs: `${origin}/docs` }, `API documentation: ${origin}/docs`);
+  if (await needsSetup(db.fork())) {
+    logger.info(`no admin exists yet: create the first with POST ${origin}/v1/auth/setup, body {email, password} (README: First admin and first API key)`);
+  }
 }
 
 const command = process.argv[2] ?? 'serve';

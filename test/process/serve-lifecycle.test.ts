@@ -15,6 +15,11 @@ function startServer(dataDir: string, port: number) {
   return startServerProcess({ PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'info', DATABASE_URL: '' });
 }
 
+/** Waits (up to 10 s) until the process has logged a line matching `pattern`: the lines after listening come a moment later. */
+async function waitForLine(output: () => string, pattern: RegExp): Promise<void> {
+  for (const deadline = Date.now() + 10_000; !pattern.test(output()) && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
 async function stopServer(child: ChildProcess): Promise<number | null> {
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.kill('SIGTERM');
@@ -29,6 +34,9 @@ t.test('serve: data survives a SIGTERM and a restart on the same DATA_DIR', asyn
 
   const first = await startServer(dataDir, port);
   t.same(await (await fetch(`${base}/v1/auth/setup-status`)).json(), { needs_setup: true });
+  await waitForLine(first.output, /no admin exists yet/);
+  t.match(first.output(), `"msg":"API documentation: http://127.0.0.1:${port}/docs"`, 'the log says where the API documentation is');
+  t.match(first.output(), `"msg":"no admin exists yet: create the first with POST http://127.0.0.1:${port}/v1/auth/setup, body {email, password} (README: First admin and first API key)"`, 'and, on a fresh install, how to create the first admin');
   t.equal((await fetch(`${base}/health/ready`)).status, 200);
   const setup = await fetch(`${base}/v1/auth/setup`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
@@ -41,6 +49,8 @@ t.test('serve: data survives a SIGTERM and a restart on the same DATA_DIR', asyn
 
   const second = await startServer(dataDir, port);
   t.same(await (await fetch(`${base}/v1/auth/setup-status`)).json(), { needs_setup: false }, 'the admin created before the restart is still there');
+  await waitForLine(second.output, /API documentation/);
+  t.notMatch(second.output(), /no admin exists yet/, 'once an admin exists, the log does not ask for one');
   const login = await fetch(`${base}/v1/auth/login`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ email: 'admin@example.com', password: 'a long passphrase' }),
