@@ -6,10 +6,11 @@ export interface EmbeddedDatabaseUpkeepOptions {
   checkpointWalBytes: number;
   /** Between VACUUM rounds; 0: never. */
   vacuumIntervalMs: number;
+  /** How often the log's size is looked at (5 s). */
+  checkIntervalMs?: number;
 }
 
-/** How often the log's size is looked at. */
-const CHECK_INTERVAL_MS = 5_000;
+const DEFAULT_CHECK_INTERVAL_MS = 5_000;
 
 /**
  * What PostgreSQL's background processes do for a server and PGlite, one backend in the service's
@@ -32,13 +33,14 @@ export class EmbeddedDatabaseUpkeep {
   private ticks = 0;
   /** Set when a round is due, cleared when it starts: a round due while other upkeep runs is not lost. */
   private vacuumDue = false;
+  private readonly failing = new Set<'checkpoint' | 'vacuum'>();
 
   constructor(private readonly sql: SqlRunner, private readonly logger: FastifyBaseLogger, private readonly options: EmbeddedDatabaseUpkeepOptions) {}
 
   start(): void {
     if (this.timer) return;
-    const { vacuumIntervalMs } = this.options;
-    const tickMs = vacuumIntervalMs > 0 ? Math.min(CHECK_INTERVAL_MS, vacuumIntervalMs) : CHECK_INTERVAL_MS;
+    const { vacuumIntervalMs, checkIntervalMs = DEFAULT_CHECK_INTERVAL_MS } = this.options;
+    const tickMs = vacuumIntervalMs > 0 ? Math.min(checkIntervalMs, vacuumIntervalMs) : checkIntervalMs;
     const vacuumEveryTicks = Math.max(1, Math.round(vacuumIntervalMs / tickMs));
     this.timer = setInterval(() => {
       this.ticks += 1;
@@ -55,12 +57,25 @@ export class EmbeddedDatabaseUpkeep {
   }
 
   private async keepUp(): Promise<void> {
-    if (this.options.checkpointWalBytes > 0) {
-      await this.checkpointIfDue().catch((error: unknown) => this.logger.warn({ err: error }, 'could not checkpoint the embedded database'));
-    }
+    if (this.options.checkpointWalBytes > 0) await this.attempt('checkpoint', () => this.checkpointIfDue());
     if (this.vacuumDue) {
       this.vacuumDue = false;
-      await this.vacuumTables().catch((error: unknown) => this.logger.warn({ err: error }, 'could not vacuum the embedded database'));
+      await this.attempt('vacuum', () => this.vacuumTables());
+    }
+  }
+
+  /**
+   * Runs one duty, logging its failure as a warn line the first time only: a duty that keeps
+   * failing (a full disk) would otherwise write one every 5 s. Its next success says it works again.
+   */
+  private async attempt(duty: 'checkpoint' | 'vacuum', work: () => Promise<void>): Promise<void> {
+    try {
+      await work();
+      if (this.failing.delete(duty)) this.logger.info({ duty }, `the embedded database's ${duty} works again`);
+    } catch (error) {
+      if (this.failing.has(duty)) this.logger.debug({ err: error, duty }, `the embedded database's ${duty} failed again`);
+      else this.logger.warn({ err: error, duty }, `the embedded database's ${duty} failed; retried (further failures are logged at debug level)`);
+      this.failing.add(duty);
     }
   }
 

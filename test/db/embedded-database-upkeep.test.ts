@@ -6,6 +6,9 @@
  * rows was never reused: each truncate and ingestion of the same files grew the tables by as much again).
  */
 import t, { type Test } from 'tap';
+import { EmbeddedDatabaseUpkeep } from '../../src/db/embedded-database-upkeep.js';
+import { createLogger } from '../../src/logger.js';
+import type { SqlRunner } from '../../src/plugins.js';
 import { logLines } from '../support/log-lines.js';
 import { adminTestApp, multipartUpload, waitForIngestion } from '../support/test-app.js';
 
@@ -71,11 +74,12 @@ async function truncateAndIngestAgain(t: Test, vacuumIntervalMs: number, rounds:
     sizes.push(await tablesBytes());
     const truncated = await app.inject({ method: 'POST', url: '/v1/collections/ledgers/truncate', headers: admin });
     t.same(truncated.json(), { deleted_documents: files.length });
-    // Two more vacuum rounds end after the truncate, so one ran whole on its deleted rows; without
-    // vacuum, the same wait.
-    const roundsBefore = vacuumRounds();
-    for (const deadline = Date.now() + 10_000; vacuumRounds() < roundsBefore + 2 && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 50));
-    if (vacuumIntervalMs > 0) t.ok(vacuumRounds() >= roundsBefore + 2, `round ${round}: vacuumed since the truncate`);
+    if (vacuumIntervalMs > 0) {
+      // Two more vacuum rounds end after the truncate, so one ran whole on its deleted rows.
+      const roundsBefore = vacuumRounds();
+      for (const deadline = Date.now() + 10_000; vacuumRounds() < roundsBefore + 2 && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 50));
+      t.ok(vacuumRounds() >= roundsBefore + 2, `round ${round}: vacuumed since the truncate`);
+    }
   }
   return { sizes, lines };
 }
@@ -90,4 +94,28 @@ t.test('EMBEDDED_VACUUM_INTERVAL_S=0: no vacuum, and every ingestion again adds 
   const { sizes, lines } = await truncateAndIngestAgain(t, 0, 3);
   t.ok(sizes[2]! >= sizes[0]! * 1.6, `the tables after each ingestion: ${sizes.map((bytes) => `${Math.round(bytes / 1024)} KB`).join(', ')}`);
   t.notOk(lines.some((line) => line.msg === 'vacuumed the embedded database'));
+});
+
+t.test('a duty that keeps failing (a full disk) is one warn line, then debug lines, and one line when it works again', async (t) => {
+  const { lines, stream } = logLines();
+  let failuresLeft = 4;
+  let checkpoints = 0;
+  const sql = Object.assign(async (query: string) => {
+    if (query.startsWith('select pg_wal_lsn_diff')) return [{ bytes: 2 * MB }];
+    if (query === 'checkpoint') {
+      if (failuresLeft-- > 0) throw new Error('could not write to file "pg_wal/xlogtemp.1": No space left on device');
+      checkpoints += 1;
+      return [];
+    }
+    throw new Error(`unexpected statement: ${query}`);
+  }, { dialect: 'pglite' as const, transaction: async () => { throw new Error('no transactions here'); } }) as SqlRunner;
+  const upkeep = new EmbeddedDatabaseUpkeep(sql, createLogger('trace', stream), { checkpointWalBytes: MB, vacuumIntervalMs: 0, checkIntervalMs: 20 });
+  upkeep.start();
+  t.teardown(() => upkeep.stop());
+  for (const deadline = Date.now() + 5000; checkpoints < 2 && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 10));
+  await upkeep.stop();
+  const failed = lines.filter((line) => /^the embedded database's checkpoint failed/.test(line.msg ?? ''));
+  t.same(failed.map((line) => line.level), [40, 20, 20, 20], 'the first failure a warn line, the 3 after it debug lines');
+  t.match(failed[0], { duty: 'checkpoint', err: { message: /No space left on device/ } });
+  t.same(lines.filter((line) => line.msg === "the embedded database's checkpoint works again").map((line) => line.level), [30], 'one info line when it works again, not one a checkpoint');
 });
