@@ -76,20 +76,11 @@ function withoutNullableNoise(errors: ErrorObject[]): ErrorObject[] {
 }
 
 export function describeValidationErrors(errors: ErrorObject[], context: string): string {
-  // An enumeration (a union of literals) fails once per member and once more as a union: the
-  // detail said "must be equal to constant" four times. Said once, with the values it takes.
-  const literalsAt = new Map<string, unknown[]>();
-  for (const error of errors) {
-    if (error.keyword === 'const') literalsAt.set(error.instancePath, [...(literalsAt.get(error.instancePath) ?? []), (error.params as { allowedValue: unknown }).allowedValue]);
-  }
-  const enumerationsDescribed = new Set<string>();
   return withoutNullableNoise(errors).flatMap((error) => {
     const where = error.instancePath ? `${context}${error.instancePath.replaceAll('/', '.')}` : context;
-    const literals = literalsAt.get(error.instancePath);
-    if (literals && (error.keyword === 'const' || error.keyword === 'anyOf')) {
-      if (enumerationsDescribed.has(error.instancePath)) return [];
-      enumerationsDescribed.add(error.instancePath);
-      return [`${where} must be one of ${literals.map((value) => JSON.stringify(value)).join(', ')}`];
+    // Said with the values it takes: ajv's "must be equal to one of the allowed values" names none.
+    if (error.keyword === 'enum') {
+      return [`${where} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((value) => JSON.stringify(value)).join(', ')}`];
     }
     if (error.keyword === 'additionalProperties') {
       return [`${where} has unknown field "${(error.params as { additionalProperty: string }).additionalProperty}"`];

@@ -44,6 +44,9 @@ for (const backend of testBackends()) {
       t.ok(doc.paths['/v1/auth/preferences']!.put && doc.paths['/v1/auth/preferences']!.get);
       t.ok(doc.paths['/v1/admin/users/{id}']!.get && doc.paths['/v1/admin/users/{id}']!.patch && doc.paths['/v1/admin/users/{id}']!.delete);
       t.match(doc.components, { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } });
+      const query = doc.paths['/v1/collections/{name}/query']!.post as { requestBody: { content: { 'application/json': { schema: { properties: Record<string, unknown> } } } } };
+      t.same(query.requestBody.content['application/json'].schema.properties.search_mode, { type: 'string', enum: ['semantic', 'keyword', 'hybrid'] },
+        'an enumeration is one string schema with its values (Swagger UI shows a choice; client generators make an enum)');
 
       const unsummarised = Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods as Record<string, { summary?: string }>)
         .filter(([, operation]) => !operation.summary?.trim()).map(([method]) => `${method.toUpperCase()} ${path}`));

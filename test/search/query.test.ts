@@ -647,6 +647,12 @@ for (const backend of testBackends()) {
       // 1e400 is valid JSON that JSON.parse reads as infinity: it needs the raw text.
       const infiniteBound = await app.inject({ method: 'POST', url: '/v1/collections/fixture/query', headers: { ...admin, 'content-type': 'application/json' }, payload: `{"query":"${QUERY}","filters":{"rank":{"$gt":1e400}}}` });
       t.match(await refused(t, infiniteBound, 400, 'an infinite filter bound'), /^Operator "\$gt" on field "rank" needs a finite number/);
+      const unknownMode = await request('POST', '/v1/collections/fixture/query', { query: QUERY, search_mode: 'fuzzy' });
+      t.match(unknownMode.json(), {
+        detail: 'body.search_mode must be one of "semantic", "keyword", "hybrid"',
+        errors: [{ keyword: 'enum', params: { allowedValues: ['semantic', 'keyword', 'hybrid'] } }],
+      }, 'an unknown search_mode is said once, with the values it takes');
+      t.equal(unknownMode.json().errors.length, 1, 'one error, not one per mode and one for their union');
       const mixed = await refused(t, await request('POST', '/v1/collections/fixture/query', { query: QUERY, filters: { role: { $eq: 'target', name: 'x' } } }), 400, 'operator beside a field key');
       t.match(mixed, /^Filter value of field "role" has the key "name", which is not an operator/, 'the detail names the key');
       const multi: Array<[string, unknown]> = [
