@@ -44,7 +44,8 @@ async function serve(): Promise<void> {
   const host = ['0.0.0.0', '::'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
   const origin = `http://${host}:${(app.server.address() as AddressInfo).port}`;
   logger.info({ docs: `${origin}/docs` }, `API documentation: ${origin}/docs`);
-  if (await needsSetup(db.fork())) {
+  // A database that does not answer now is the requests' business (503), not a reason to stop serving.
+  if (await needsSetup(db.fork()).catch(() => false)) {
     logger.info(`no admin exists yet: create the first with POST ${origin}/v1/auth/setup, body {email, password} (README: First admin and first API key)`);
   }
 }

@@ -148,7 +148,7 @@ for (const backend of testBackends()) {
       const warned = failures.filter((line) => line.level === 40);
       t.equal(warned.length, 1, `one warn line for the run of failures (${failures.length} lines in all)`);
       t.match(warned[0], { component: 'providers', provider: 'openai', collection: 'docs', status: 503, reason: 'answered 503: The engine is currently overloaded' });
-      t.equal(failures.filter((line) => line.level === 20).length, 4, 'the other retried failures at debug level (the 4th and 6th were not retried: the documents waited)');
+      t.equal(failures.filter((line) => line.level === 20).length, 4, 'the other retried failures at debug level (the 4th was not retried: the documents waited for the provider)');
       const recovered = lines.filter((line) => line.msg === 'provider answers again');
       t.equal(recovered.length, 1, 'one line when it answers again');
       t.match(recovered[0], { level: 30, component: 'providers', provider: 'openai', collection: 'docs', failed_attempts: 6 });
