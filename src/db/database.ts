@@ -64,7 +64,6 @@ async function explainedByFullDisk(error: unknown, dataDir: string | undefined):
     + `(${error instanceof Error ? error.message : String(error)}); free space (the database needs some to start) and start again`);
 }
 
-
 /**
  * Whether opening failed at the connection (failedAtTheConnection), or at creating the missing
  * database (MikroORM creates it) without the privilege to (42501).

@@ -103,6 +103,6 @@ export class DiskSpaceGuard {
   async state(): Promise<DiskSpaceState | null> {
     if (!this.enabled) return null;
     const free = await this.freeBytes();
-    return { free_bytes: Number.isFinite(free) ? free : null, min_free_bytes: this.minFreeBytes, writes_refused: free < this.minFreeBytes };
+    return { free_bytes: Number.isFinite(free) ? free : null, min_free_bytes: this.minFreeBytes, writes_refused: await this.isLow() };
   }
 }
