@@ -29,7 +29,9 @@ const DATABASE_RETRY_LAST_MS = 5000;
  * What ingesting a document may take on disk, per byte of its original: chunk text with its
  * overlap, a vector and keyword postings per chunk, their indexes, and the write-ahead log of all
  * of it. Measured on the embedded database with the local embedder: 56 text files of 1.1 MB took
- * 779 MB (12.6 per byte). Kept above: a claim that outgrows the room fills the disk.
+ * 779 MB (12.6 per byte); 2,000 files of 27 KB took 19 per byte before the service checkpointed the
+ * log every EMBEDDED_CHECKPOINT_WAL_MB, 11.5 with it (bench/documents/wal-size.ts). Kept above: a
+ * claim that outgrows the room fills the disk.
  */
 const STORED_BYTES_PER_ORIGINAL_BYTE = 16;
 
