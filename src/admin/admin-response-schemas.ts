@@ -7,7 +7,7 @@
  */
 import { Type } from 'typebox';
 import { EMBEDDING_PROVIDERS } from '../collections/collection-input.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 import { Nullable, PageOf, Timestamp } from '../http/response-schemas.js';
 import { SETTING_SOURCES } from '../settings/settings.service.js';
 
@@ -18,7 +18,7 @@ const SettingView = Type.Object({
   key: Type.String(),
   value: SettingValue,
   default: SettingValue,
-  source: literalUnion(SETTING_SOURCES, { description: 'saved by an admin, set by the environment (upper-case key), or the default' }),
+  source: stringEnum(SETTING_SOURCES, { description: 'saved by an admin, set by the environment (upper-case key), or the default' }),
   description: Type.String(),
 }, { additionalProperties: false });
 
@@ -30,7 +30,7 @@ export const SettingsCheck = Type.Object({
   errors: Type.Array(Type.String(), { description: 'one message per refused value; empty when ok' }),
 }, { additionalProperties: false });
 
-const Provider = literalUnion(EMBEDDING_PROVIDERS);
+const Provider = stringEnum(EMBEDDING_PROVIDERS);
 
 /** A preset as every route shows one: the key is write-only (`has_api_key`). */
 export const EmbeddingPresetView = Type.Object({
@@ -74,7 +74,7 @@ export const EmbeddingPresetTest = Type.Union([
 const AuditEventView = Type.Object({
   id: Type.String({ format: 'uuid' }),
   actor_id: Nullable(Type.String({ format: 'uuid' })),
-  actor_type: literalUnion(['user', 'api_key', 'anonymous'] as const),
+  actor_type: stringEnum(['user', 'api_key', 'anonymous'] as const),
   action: Type.String({ description: 'e.g. settings.update, embedding_preset.create' }),
   resource_type: Type.String(),
   resource_id: Nullable(Type.String()),
@@ -92,7 +92,7 @@ const CollectionVectorStorage = Type.Object({
   vectors: Type.Integer({ minimum: 0 }),
   memory_index: Type.Optional(Type.Object({
     loaded: Type.Boolean({ description: 'in memory now' }),
-    source: Type.Optional(literalUnion(['snapshot', 'rebuild'] as const, { description: 'a graph saved at the last shutdown, or rebuilt from the database' })),
+    source: Type.Optional(stringEnum(['snapshot', 'rebuild'] as const, { description: 'a graph saved at the last shutdown, or rebuilt from the database' })),
     load_seconds: Type.Optional(Type.Number({ minimum: 0 })),
     approximate_bytes: Type.Optional(Type.Integer({ minimum: 0 })),
   }, { additionalProperties: false, description: 'only for a store that keeps an in-process index' })),

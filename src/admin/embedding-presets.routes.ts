@@ -8,11 +8,11 @@ import { requireActor } from '../http/authenticate.js';
 import { page, PageQuery } from '../http/pagination.js';
 import { ADMIN_SESSION } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 import { EmbeddingPresetPage, EmbeddingPresetTest, EmbeddingPresetView } from './admin-response-schemas.js';
 
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
-const Provider = literalUnion(EMBEDDING_PROVIDERS);
+const Provider = stringEnum(EMBEDDING_PROVIDERS);
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 const Model = Type.String({ minLength: 1, maxLength: 255 });
 const ApiKey = Type.Union([Type.String({ minLength: 1, maxLength: 4096 }), Type.Null()], { description: 'write-only; null clears the stored key' });

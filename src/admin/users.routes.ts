@@ -7,9 +7,9 @@ import { requireActor } from '../http/authenticate.js';
 import { page, PageQuery } from '../http/pagination.js';
 import { ADMIN_SESSION } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 
-const Role = literalUnion(USER_ROLES);
+const Role = stringEnum(USER_ROLES);
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
 
 const UserCreateBody = Type.Object({

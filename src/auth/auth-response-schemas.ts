@@ -6,10 +6,10 @@
  */
 import { Type } from 'typebox';
 import { USER_ROLES } from '../db/entities/index.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 import { Nullable, PageOf, Timestamp } from '../http/response-schemas.js';
 
-const Role = literalUnion(USER_ROLES);
+const Role = stringEnum(USER_ROLES);
 const Scopes = Type.Array(Type.String(), { description: '`resource:action`, `*` for any' });
 
 /** A user as every route shows one: never the password hash or the preferences. */

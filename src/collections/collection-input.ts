@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { CHUNK_STRATEGIES, SEARCH_MODES } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 import { HTTP_URL_FORMAT } from '../http/validation.js';
 import { metadataFieldPath } from '../search/filters/field-path.js';
 
@@ -14,14 +14,14 @@ export const CollectionCreateBody = Type.Object({
   name: Type.String({ pattern: COLLECTION_NAME_PATTERN, description: '1-64 characters of letters, digits, "_" or "-"' }),
   description: Type.Optional(Type.Union([Type.String({ maxLength: 10000 }), Type.Null()])),
   embedding_preset_id: Type.Optional(Type.Union([Type.String({ format: 'uuid' }), Type.Null()])),
-  embedding_provider: Type.Optional(literalUnion(EMBEDDING_PROVIDERS)),
+  embedding_provider: Type.Optional(stringEnum(EMBEDDING_PROVIDERS)),
   embedding_model: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   embedding_api_key: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 4096 }), Type.Null()])),
   embedding_base_url: Type.Optional(Type.Union([Type.String({ format: HTTP_URL_FORMAT, maxLength: 2048 }), Type.Null()])),
   dimension: Type.Optional(Type.Integer({ minimum: 2, maximum: 16000 })),
   chunk_size: Type.Optional(Type.Integer({ minimum: 50, maximum: 100000 })),
   chunk_overlap: Type.Optional(Type.Integer({ minimum: 0, maximum: 50000 })),
-  chunk_strategy: Type.Optional(literalUnion(CHUNK_STRATEGIES)),
+  chunk_strategy: Type.Optional(stringEnum(CHUNK_STRATEGIES)),
   tenant_field: Type.Optional(Type.Union([
     Type.String({ pattern: '^[A-Za-z0-9_.-]{1,255}$', description: 'metadata key of the tenant, or a dotted path into nested metadata ("org.id" is {"org": {"id": ...}})' }),
     Type.Null(),
@@ -35,7 +35,7 @@ export const CollectionCreateBody = Type.Object({
   multimodal_enrichment_enabled: Type.Optional(Type.Boolean()),
   default_top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
   default_min_score: Type.Optional(Type.Number()),
-  default_search_mode: Type.Optional(literalUnion(SEARCH_MODES)),
+  default_search_mode: Type.Optional(stringEnum(SEARCH_MODES)),
   metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 }, { additionalProperties: false });
 export type CollectionCreateInput = Static<typeof CollectionCreateBody>;

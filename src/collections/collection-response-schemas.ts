@@ -6,7 +6,7 @@
 import { Type } from 'typebox';
 import { DATABASE_KINDS } from '../db/database.js';
 import { CHUNK_STRATEGIES, DOCUMENT_STATUSES, SEARCH_MODES } from '../db/entities/index.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 import { Nullable, PageOf, Timestamp } from '../http/response-schemas.js';
 
 
@@ -23,7 +23,7 @@ export const CollectionView = Type.Object({
   dimension: Type.Integer(),
   chunk_size: Type.Integer(),
   chunk_overlap: Type.Integer(),
-  chunk_strategy: literalUnion(CHUNK_STRATEGIES),
+  chunk_strategy: stringEnum(CHUNK_STRATEGIES),
   tenant_field: Nullable(Type.String({ description: 'metadata key (or dotted path) of the tenant' })),
   metadata_schema: Nullable(Type.Record(Type.String(), Type.Unknown())),
   reranking_enabled: Type.Boolean(),
@@ -34,7 +34,7 @@ export const CollectionView = Type.Object({
   multimodal_enrichment_enabled: Type.Boolean(),
   default_top_k: Type.Integer(),
   default_min_score: Type.Number(),
-  default_search_mode: literalUnion(SEARCH_MODES),
+  default_search_mode: stringEnum(SEARCH_MODES),
   metadata: Type.Record(Type.String(), Type.Unknown()),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -116,7 +116,7 @@ export const InstanceStatsView = Type.Object({
   storage: StorageBytes,
   queries_last_24h: Type.Integer(),
   ingestion_queue: Type.Integer({ description: 'jobs queued or running' }),
-  database: literalUnion(DATABASE_KINDS),
+  database: stringEnum(DATABASE_KINDS),
   vector_store: Type.String({ description: 'the vector store plugin' }),
   keyword_index: Type.String({ description: 'the keyword index plugin' }),
   embedding: Type.Object({

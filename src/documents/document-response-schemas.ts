@@ -5,7 +5,7 @@
  */
 import { Type } from 'typebox';
 import { DOCUMENT_STATUSES } from '../db/entities/index.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 import { Nullable, PageOf, Timestamp } from '../http/response-schemas.js';
 import { BATCH_ENTRY_STATUSES, BATCH_SOURCES } from './batches.service.js';
 
@@ -23,7 +23,7 @@ const documentFields = {
   metadata: Type.Record(Type.String(), Type.Unknown(), { description: 'the upload metadata' }),
   title: Nullable(Type.String()),
   source_metadata: Type.Record(Type.String(), Type.Unknown(), { description: 'what the file says about itself, as its parser read it' }),
-  status: literalUnion(DOCUMENT_STATUSES),
+  status: stringEnum(DOCUMENT_STATUSES),
   progress: Nullable(Type.Object({
     stage: Type.String({ description: 'queued, parsing, chunking, embedding, indexing, done' }),
     percent: Type.Number(),
@@ -117,7 +117,7 @@ export const BatchStatusView = Type.Object(batchSummaryFields, { additionalPrope
 export const BatchView = Type.Object({
   ...batchSummaryFields,
   collection: Type.String(),
-  source: literalUnion(BATCH_SOURCES, { description: 'a batch upload or a completed upload session' }),
+  source: stringEnum(BATCH_SOURCES, { description: 'a batch upload or a completed upload session' }),
   created_at: Timestamp,
   documents: Type.Array(Type.Union([
     Type.Object({ ...documentFields, duplicate: Type.Boolean() }, { additionalProperties: false }),

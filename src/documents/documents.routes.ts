@@ -19,7 +19,7 @@ import { listDocumentChunks } from './chunk-store.js';
 import { DOCUMENT_SORT_FIELDS, findDocumentInAnyCollection, getDocument, listDocuments, serializeDocument } from './documents.service.js';
 import { listDocumentElements, openElementContent, serializeElement } from './element-content.js';
 import { reprocessCollection, reprocessDocument } from './reprocessing.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 import { AdmittedDocumentView, ChunkList, CollectionReprocessResult, DocumentList, DocumentView, ElementList } from './document-response-schemas.js';
 
 const DocumentParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
@@ -27,10 +27,10 @@ const ElementParams = Type.Object({ ...DocumentParams.properties, element_id: Ty
 const ListQuery = Type.Object({
   ...PageQuery.properties,
   q: Type.Optional(Type.String({ maxLength: 255 })),
-  status: Type.Optional(literalUnion(DOCUMENT_STATUSES)),
+  status: Type.Optional(stringEnum(DOCUMENT_STATUSES)),
   filters: Type.Optional(Type.String({ maxLength: 16_384, description: 'JSON: a filter on the upload metadata, as queries take it ({"source": "wiki"})' })),
-  sort: Type.Optional(literalUnion(DOCUMENT_SORT_FIELDS)),
-  order: Type.Optional(literalUnion(['asc', 'desc'] as const)),
+  sort: Type.Optional(stringEnum(DOCUMENT_SORT_FIELDS)),
+  order: Type.Optional(stringEnum(['asc', 'desc'] as const)),
 });
 
 /** `?filters=` holds a JSON filter object; parseFilter names whatever is wrong inside it. */

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { DATABASE_KINDS } from '../db/database.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 import { OPEN } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 
@@ -14,7 +14,7 @@ const DiskSpace = Type.Object({
 
 const Readiness = Type.Object({
   status: Type.Literal('ready'),
-  database: literalUnion(DATABASE_KINDS, { description: 'the database backend' }),
+  database: stringEnum(DATABASE_KINDS, { description: 'the database backend' }),
   disk: Type.Optional(DiskSpace),
 }, { additionalProperties: false });
 

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { SEARCH_MODES } from '../db/entities/index.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 
 export const MAX_TOP_K = 1000;
 
@@ -9,7 +9,7 @@ export const QueryOptionsFields = {
   top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TOP_K })),
   filters: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   min_score: Type.Optional(Type.Number()),
-  search_mode: Type.Optional(literalUnion(SEARCH_MODES)),
+  search_mode: Type.Optional(stringEnum(SEARCH_MODES)),
   rerank: Type.Optional(Type.Boolean()),
   skip_cache: Type.Optional(Type.Boolean()),
   multimodal: Type.Optional(Type.Boolean()),

@@ -5,7 +5,7 @@
  */
 import { Type } from 'typebox';
 import { SEARCH_MODES } from '../db/entities/index.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 
 /** An image shown beside a result with `multimodal: true` (MultimodalElement of multimodal-elements.ts). */
 const MultimodalElement = Type.Object({
@@ -71,7 +71,7 @@ export const CollectionQueryResponse = Type.Object({
   results: Type.Array(QueryResult),
   query: Type.String(),
   collection: Type.String(),
-  search_mode: literalUnion(SEARCH_MODES, { description: 'the mode that ran: the request\'s, else the collection\'s default' }),
+  search_mode: stringEnum(SEARCH_MODES, { description: 'the mode that ran: the request\'s, else the collection\'s default' }),
   total: Type.Integer({ minimum: 0, description: 'the number of results returned' }),
   timings: QueryTimings,
 }, { additionalProperties: false });

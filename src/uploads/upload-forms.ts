@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { ON_DUPLICATE } from '../documents/document-intake.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 
 /*
  * The multipart forms of the upload routes as the OpenAPI document shows them (route config
@@ -12,7 +12,7 @@ const FilePart = Type.String({ format: 'binary', contentMediaType: 'application/
 
 const IntakeFields = {
   metadata: Type.Optional(Type.String({ description: 'A JSON object, as a string: metadata of every document the request creates' })),
-  on_duplicate: Type.Optional(literalUnion(ON_DUPLICATE, { description: 'A file whose content the collection already holds: skip (default), replace or keep' })),
+  on_duplicate: Type.Optional(stringEnum(ON_DUPLICATE, { description: 'A file whose content the collection already holds: skip (default), replace or keep' })),
 };
 
 export const SingleUploadForm = Type.Object({ file: { ...FilePart, description: 'The file (exactly one)' }, ...IntakeFields });

@@ -6,7 +6,7 @@
 import { Type } from 'typebox';
 import { AdmittedDocumentView } from '../documents/document-response-schemas.js';
 import { ON_DUPLICATE } from '../documents/document-intake.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 import { Nullable, Timestamp } from '../http/response-schemas.js';
 import { SESSION_STATUSES } from './upload-sessions.service.js';
 
@@ -14,11 +14,11 @@ import { SESSION_STATUSES } from './upload-sessions.service.js';
 const sessionFields = {
   id: Type.String({ format: 'uuid' }),
   collection: Type.String(),
-  status: literalUnion(SESSION_STATUSES, {
+  status: stringEnum(SESSION_STATUSES, {
     description: 'open, then completing while its documents are ingested and completed once every one is ready or failed; or cancelled',
   }),
   metadata: Type.Record(Type.String(), Type.Unknown(), { description: 'metadata of every document the session creates' }),
-  on_duplicate: literalUnion(ON_DUPLICATE),
+  on_duplicate: stringEnum(ON_DUPLICATE),
   batch_id: Nullable(Type.String({ format: 'uuid', description: 'the batch of its documents, once completed' })),
   file_count: Type.Integer({ description: 'every file of the session' }),
   total_bytes: Type.Integer({ description: 'the size of every file of the session' }),

@@ -11,14 +11,14 @@ import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles, removeReceived, type ReceivedFile } from './multipart-files.js';
 import { SessionFilesForm } from './upload-forms.js';
 import { addSessionFiles, assertOpen, cancelSession, completeSession, createSession, findSession, sessionView } from './upload-sessions.service.js';
-import { literalUnion } from '../http/literal-union.js';
+import { stringEnum } from '../http/string-enum.js';
 import { PageQuery } from '../http/pagination.js';
 import { CompletedUploadSessionView, UploadSessionView } from './upload-session-response-schemas.js';
 
 const SessionParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
 const SessionCreateBody = Type.Object({
   metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'metadata of every document the session creates' })),
-  on_duplicate: Type.Optional(literalUnion(ON_DUPLICATE, { description: 'skip (default), replace or keep' })),
+  on_duplicate: Type.Optional(stringEnum(ON_DUPLICATE, { description: 'skip (default), replace or keep' })),
 }, { additionalProperties: false });
 
 export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
