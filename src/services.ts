@@ -13,6 +13,7 @@ import { runEveryStep, throwFailures } from './graceful-stop.js';
 import { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/database.js';
 import { EmbeddedDatabaseUpkeep } from './db/embedded-database-upkeep.js';
+import { reusableDatabaseBytes } from './db/embedded-database-free-space.js';
 import { Collection, type CollectionRecord } from './db/entities/index.js';
 import { createSqlRunner } from './db/sql-runner.js';
 import { resolveCollectionEmbedding } from './embedding/collection-embedding.js';
@@ -40,7 +41,7 @@ import { storeElementImages } from './documents/element-files.js';
 import { ImageCaptioner } from './documents/image-captioner.js';
 import { createFileStore } from './storage/create-file-store.js';
 import type { FileStore } from './storage/file-store.js';
-import { DiskSpaceGuard } from './storage/disk-space.js';
+import { DiskSpaceGuard, type FreeSpaceReader } from './storage/disk-space.js';
 
 /**
  * The long-lived parts every route and worker shares. Built once per process by `createServices`
@@ -90,6 +91,8 @@ export interface AppServices {
 export interface ServiceOptions {
   /** Where uploads are kept; defaults to DATA_DIR/files. */
   filesDir?: string;
+  /** Stands in for the free space of DATA_DIR's disk (tests of a nearly full disk). */
+  readDiskFreeBytes?: FreeSpaceReader;
 }
 
 /** How long a write waits for content or vector ids that another replica is writing (then 503). */
@@ -132,7 +135,10 @@ export async function createServices(config: Config, db: Database, logger: Fasti
 
   const captioner = new ImageCaptioner(plugins, config.captionLlm);
   const dataDirHoldsData = db.kind === 'pglite' || config.fileStore === 'local' || config.vectorStore === 'embedded';
-  const diskSpace = new DiskSpaceGuard(config.dataDir, dataDirHoldsData ? config.minFreeDiskBytes : 0);
+  const diskSpace = new DiskSpaceGuard(config.dataDir, dataDirHoldsData ? config.minFreeDiskBytes : 0, {
+    readDisk: options.readDiskFreeBytes,
+    readReusable: db.kind === 'pglite' ? () => reusableDatabaseBytes(sql) : undefined,
+  });
   const jobs = new JobQueue(sql, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, config.jobLeaseMs);
   const ingestionRuntime: IngestionRuntime = {
     sql, files, parsers, vectorStore: indexes.vectorStore, keywordIndex: indexes.keywordIndex,

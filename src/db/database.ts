@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
+import { pg_freespacemap } from '@electric-sql/pglite/contrib/pg_freespacemap';
 import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM, type EntityManager, type Options } from '@mikro-orm/postgresql';
 import { PGliteDriver, type PGliteConnectionConfig } from 'mikro-orm-pglite';
@@ -118,7 +119,9 @@ const pgliteSessionSettings = { ...vectorSearchSessionSettings, wal_init_zero: '
 async function openPglite(dataDir: string | undefined, loadDataDir: Blob | undefined): Promise<PGlite> {
   // PGlite needs the parent of its data directory to exist.
   if (dataDir !== undefined) await fs.mkdir(path.dirname(dataDir), { recursive: true });
-  const pglite = await PGlite.create({ ...(dataDir === undefined ? { loadDataDir } : { dataDir }), extensions: { vector } });
+  const pglite = await PGlite.create({ ...(dataDir === undefined ? { loadDataDir } : { dataDir }), extensions: { vector, pg_freespacemap } });
+  // Reads the space of deleted rows that the disk check counts as room (embedded-database-free-space.ts).
+  await pglite.exec('create extension if not exists pg_freespacemap');
   for (const [name, value] of Object.entries(pgliteSessionSettings)) await pglite.query('select set_config($1, $2, false)', [name, value]);
   return pglite;
 }

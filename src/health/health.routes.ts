@@ -10,6 +10,9 @@ const DiskSpace = Type.Object({
   free_bytes: Type.Union([Type.Integer(), Type.Null()], { description: 'free on the disk holding DATA_DIR; null when it cannot be read' }),
   min_free_bytes: Type.Integer({ description: 'MIN_FREE_DISK_MB' }),
   writes_refused: Type.Boolean({ description: 'uploads and vector upserts are refused (507) and ingestion waits until space is freed' }),
+  database_free_bytes: Type.Optional(Type.Integer({
+    description: 'space the embedded database holds free inside its files (deleted rows, once vacuumed), counted as room; given only when the disk alone has less than the minimum',
+  })),
 }, { additionalProperties: false });
 
 const Readiness = Type.Object({

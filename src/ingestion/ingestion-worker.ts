@@ -157,11 +157,13 @@ export class IngestionWorker {
    * at all, and one claim of 53 documents of 300 KB, ingested at once, filled a disk from 17 MB
    * free to none. A document too large for the room does not hold back smaller ones behind it.
    */
-  private async withinDiskRoom(jobs: Job[], diskRoom: number): Promise<{ fitting: Job[]; reservedBytes: number }> {
-    // The other loops' reservations as they are now: some may have claimed since the disk was read.
-    const room = diskRoom - this.reservedBytes;
-    if (!this.diskSpace || !Number.isFinite(room)) return { fitting: jobs, reservedBytes: 0 };
+  private async withinDiskRoom(jobs: Job[]): Promise<{ fitting: Job[]; reservedBytes: number }> {
+    if (!this.diskSpace) return { fitting: jobs, reservedBytes: 0 };
     const neededFor = (job: Job) => Number(job.document_bytes ?? 0) * STORED_BYTES_PER_ORIGINAL_BYTE;
+    const diskRoom = await this.diskSpace.roomBytes(this.reservedBytes + jobs.reduce((sum, job) => sum + neededFor(job), 0));
+    // The other loops' reservations as they are now, after the reading's await.
+    const room = diskRoom - this.reservedBytes;
+    if (!Number.isFinite(room)) return { fitting: jobs, reservedBytes: 0 };
     const fitting: Job[] = [];
     const beyond: Job[] = [];
     let reservedBytes = 0;
@@ -215,8 +217,8 @@ export class IngestionWorker {
 
   private async loop(): Promise<void> {
     while (this.running) {
-      // Read once a claim: the claim's fit is judged against the same reading.
-      const diskRoom = this.diskSpace ? await this.diskSpace.roomBytes() : Number.POSITIVE_INFINITY;
+      // No claim without room: the claim's fit is judged against a reading taken after it.
+      const diskRoom = this.diskSpace ? await this.diskSpace.roomBytes(this.reservedBytes) : Number.POSITIVE_INFINITY;
       if (this.diskSpace && diskRoom - this.reservedBytes <= 0) {
         await this.waitForDiskSpace(await this.diskSpace.describeShortage());
         continue;
@@ -240,7 +242,7 @@ export class IngestionWorker {
         continue;
       }
       for (const job of jobs) this.held.add(job.id);
-      const { fitting, reservedBytes } = await this.withinDiskRoom(jobs, diskRoom);
+      const { fitting, reservedBytes } = await this.withinDiskRoom(jobs);
       if (fitting.length === 0) continue;
       if (this.waitingForDiskSpace) this.logger.info('there is disk space again: ingestion goes on');
       this.waitingForDiskSpace = false;

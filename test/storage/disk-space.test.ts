@@ -16,7 +16,8 @@ import {
 
 /** More than any disk holds: the disk always counts as nearly full. */
 const BEYOND_ANY_DISK = 2 ** 50;
-const REFUSED = /^The disk holding DATA_DIR \(.+\) has \d+ MB free( and this request brings [\d.]+ MB)?, less than MIN_FREE_DISK_MB \(\d+\) would be left: uploads and vector upserts are refused until space is freed \(deleting documents frees their files\); nothing of this request was kept$/;
+/** The embedded database's own free space is counted (and named) too; PostgreSQL's is not on DATA_DIR's disk. */
+const REFUSED = /^The disk holding DATA_DIR \(.+\) has \d+ MB free( \(and [\d.]+ MB inside the embedded database\))?( and this request brings [\d.]+ MB)?, less than MIN_FREE_DISK_MB \(\d+\) would be left: uploads and vector upserts are refused until space is freed \(deleting documents frees their files( at once and their rows at the embedded database's next vacuum)?\); nothing of this request was kept$/;
 
 /** Every entry under `directory`, none when it does not exist. */
 async function entriesUnder(directory: string): Promise<string[]> {
@@ -84,6 +85,59 @@ for (const backend of testBackends()) {
       t.equal((await entriesUnder(path.join(services.config.dataDir, 'files'))).filter((entry) => entry.includes('/')).length, 1, 'such an upload is stored as a file');
     });
 
+    if (backend === 'pglite') {
+      await t.test('deleting documents makes room again: the space of their rows inside the embedded database counts once vacuumed', async (t) => {
+        const MB = 1024 * 1024;
+        const minFree = 1024 * MB;
+        // The disk: roomy, then exactly at the minimum; only the database's own free space can make room.
+        let diskFree = 10 * minFree;
+        const ctx = await buildTestApp(backend, { minFreeDiskBytes: minFree, embeddedVacuumIntervalMs: 300, embeddedCheckpointWalBytes: 0 }, { readDiskFreeBytes: async () => diskFree });
+        t.teardown(() => ctx.close());
+        const { app } = ctx;
+        const admin = { cookie: await setupAdmin(app) };
+        await createTestCollection(app, admin, { name: 'reuse' });
+        const upload = async (filename: string, content: string) => {
+          const form = multipartUpload([{ filename, content, contentType: 'text/plain' }]);
+          return app.inject({ method: 'POST', url: '/v1/collections/reuse/documents', headers: { ...admin, ...form.headers }, payload: form.payload });
+        };
+        const report = Array.from({ length: 12_000 }, (_, index) => `Survey ${index} of the harbour counted ${index * 7} moorings and ${index % 13} wrecks near buoy ${index * 31}.`).join('\n\n');
+        const large = await upload('survey.txt', report);
+        t.equal(large.statusCode, 202, large.body);
+        await waitForIngestion(app, 'reuse', admin);
+        // Written after the survey, so that its rows are not at the tables' ends, which a vacuum gives back to the disk.
+        t.equal((await upload('later.txt', 'The harbour keeps the tide tables for the bay.')).statusCode, 202);
+        await waitForIngestion(app, 'reuse', admin);
+
+        diskFree = minFree;
+        const databaseFree = async () => (await app.inject({ url: '/health/ready' })).json().disk.database_free_bytes as number;
+        // Two vacuum rounds and a fresh reading: what the ingestion's own updates left is counted before the probe is sized.
+        await new Promise((resolve) => setTimeout(resolve, 5500));
+        const before = await databaseFree();
+        t.type(before, 'number', '/health/ready gives the space inside the database while the disk alone is short');
+        const probe = 'Tide gauge reading. '.repeat(Math.ceil((before + 2 * MB) / 20));
+        const refused = await upload('probe.txt', probe);
+        assertError(t, refused, 507, /^The disk holding DATA_DIR \(.+\) has 1024 MB free \(and [\d.]+ MB inside the embedded database\) and this request brings [\d.]+ MB, less than MIN_FREE_DISK_MB \(1024\) would be left: uploads and vector upserts are refused until space is freed \(deleting documents frees their files at once and their rows at the embedded database's next vacuum\); nothing of this request was kept$/, 'an upload larger than the space inside the database');
+        t.equal((await app.inject({ url: '/health/ready' })).json().disk.writes_refused, false, 'an upload that fits is still taken');
+
+        const documents = (await app.inject({ url: '/v1/collections/reuse/documents?q=survey', headers: admin })).json().data;
+        t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/reuse/documents/${documents[0].id}`, headers: admin })).statusCode, 204);
+        let after = before;
+        for (const deadline = Date.now() + 15_000; after < before + probe.length + MB && Date.now() < deadline;) {
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          after = await databaseFree();
+        }
+        t.ok(after >= before + probe.length + MB, `the survey's rows are free inside the database once vacuumed (${(before / MB).toFixed(1)} MB before, ${(after / MB).toFixed(1)} MB after)`);
+        const taken = await upload('probe.txt', probe);
+        t.equal(taken.statusCode, 202, `the same upload is taken: ${taken.body.slice(0, 300)}`);
+        // Ingestion reserves 16 bytes a byte of original: the probe may wait, a small document fits.
+        const small = await upload('small.txt', 'The ferry leaves at dawn.');
+        t.equal(small.statusCode, 202, small.body);
+        const status = async () => (await app.inject({ url: `/v1/collections/reuse/documents/${small.json().id}`, headers: admin })).json().status;
+        for (const deadline = Date.now() + 15_000; await status() !== 'ready' && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 100));
+        t.equal(await status(), 'ready', 'ingestion counts that space too');
+      });
+    }
+
     // On PostgreSQL (with pgvector) ingestion writes nothing to DATA_DIR, so its disk does not hold it back.
     const ingestionFillsDataDir = backend === 'pglite';
     await t.test(ingestionFillsDataDir ? 'ingestion waits while the disk is nearly full, saying so once, and goes on when there is room' : 'ingestion, which writes to PostgreSQL, goes on while DATA_DIR\'s disk is nearly full', async (t) => {
@@ -109,7 +163,7 @@ for (const backend of testBackends()) {
       t.equal(waiting.progress.message, 'waiting for a worker (the disk holding DATA_DIR is nearly full (MIN_FREE_DISK_MB): it is ingested once space is freed)', 'and says why');
       const warnings = lines.filter((line) => /ingestion waits until space is freed/.test(line.msg ?? ''));
       t.equal(warnings.length, 1, 'said once, not once a second');
-      t.match(warnings[0]?.msg, /^The disk holding DATA_DIR \(.+\) has \d+ MB free, less than MIN_FREE_DISK_MB \(\d+\) would be left: ingestion waits until space is freed$/);
+      t.match(warnings[0]?.msg, /^The disk holding DATA_DIR \(.+\) has \d+ MB free \(and [\d.]+ MB inside the embedded database\), less than MIN_FREE_DISK_MB \(\d+\) would be left: ingestion waits until space is freed$/);
 
       const roomy = await apps.restart({ minFreeDiskBytes: 1 });
       const documents = await waitForIngestion(roomy.app, 'later', admin);

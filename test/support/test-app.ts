@@ -10,6 +10,7 @@ import { openDatabase, type Database } from '../../src/db/database.js';
 import { runEveryStep, throwFailures } from '../../src/graceful-stop.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices, type AppServices } from '../../src/services.js';
+import type { FreeSpaceReader } from '../../src/storage/disk-space.js';
 import { migratedEmbeddedArchive } from './embedded-template.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
@@ -83,6 +84,8 @@ export interface TestAppOptions {
   replicaOf?: string;
   /** Every log line of the app, at trace level, goes here (tests that inspect what is logged). */
   logStream?: DestinationStream;
+  /** Stands in for the free space of DATA_DIR's disk (test/storage/disk-space). */
+  readDiskFreeBytes?: FreeSpaceReader;
 }
 
 export async function buildTestApp(backend: Backend = 'pglite', overrides: Partial<Config> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -104,7 +107,7 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
   // The server's own logger (redaction, error serializer), so what tests read of logs is what operators get.
   const logger = createLogger(options.logStream ? 'trace' : process.env.TEST_LOG_LEVEL ?? 'silent', options.logStream);
   const db = options.database ?? await openDatabase({ databaseUrl, loadDataDir: databaseUrl ? undefined : await migratedEmbeddedArchive(), logger });
-  const services = await createServices(config, db, logger);
+  const services = await createServices(config, db, logger, { readDiskFreeBytes: options.readDiskFreeBytes });
   const app = await buildApp({ services, logger });
   await app.ready();
   if (options.startWorkers ?? true) await services.start();
