@@ -180,7 +180,7 @@ export class IngestionWorker {
     if (beyond.length > 0) await this.handBack(beyond.map((job) => job.id), WAITING_FOR_DISK_SPACE);
     if (fitting.length === 0) {
       const smallest = Math.min(...beyond.map(neededFor));
-      await this.waitForDiskSpace(`${await this.diskSpace.describeShortage()} after the next document (${Math.ceil(smallest / 1024 / 1024)} MB to ingest)`);
+      await this.waitForDiskSpace(`${await this.diskSpace.describeShortage(0, this.reservedBytes + smallest)} after the next document (${Math.ceil(smallest / 1024 / 1024)} MB to ingest)`);
     }
     return { fitting, reservedBytes };
   }
@@ -220,7 +220,7 @@ export class IngestionWorker {
       // No claim without room: the claim's fit is judged against a reading taken after it.
       const diskRoom = this.diskSpace ? await this.diskSpace.roomBytes(this.reservedBytes) : Number.POSITIVE_INFINITY;
       if (this.diskSpace && diskRoom - this.reservedBytes <= 0) {
-        await this.waitForDiskSpace(await this.diskSpace.describeShortage());
+        await this.waitForDiskSpace(await this.diskSpace.describeShortage(0, this.reservedBytes));
         continue;
       }
       let jobs: Job[] = [];

@@ -163,10 +163,11 @@ export class DiskSpaceGuard {
 
   /**
    * `The disk holding DATA_DIR (/data) has 180 MB free (and 12 MB inside the embedded database)
-   * and this request brings 21 MB, less than MIN_FREE_DISK_MB (256) would be left`.
+   * and this request brings 21 MB, less than MIN_FREE_DISK_MB (256) would be left`. `wantedBytes`
+   * as for roomBytes, so that the space inside the database is named whenever it was counted.
    */
-  async describeShortage(incomingBytes = 0): Promise<string> {
-    const { free, reusable } = await this.reading(incomingBytes, false);
+  async describeShortage(incomingBytes = 0, wantedBytes = incomingBytes): Promise<string> {
+    const { free, reusable } = await this.reading(wantedBytes, false);
     const inside = reusable === null ? '' : ` (and ${megabytes(reusable)} MB inside the embedded database)`;
     const incoming = incomingBytes > 0 ? ` and this request brings ${megabytes(incomingBytes)} MB` : '';
     return `The disk holding DATA_DIR (${this.directory}) has ${megabytes(free)} MB free${inside}${incoming}, less than MIN_FREE_DISK_MB (${Math.round(this.minFreeBytes / MB)}) would be left`;
