@@ -22,6 +22,7 @@ import { healthRoutes } from './health/health.routes.js';
 import { authenticate } from './http/authenticate.js';
 import { answerClientError, answerFrameworkError, MAX_PATH_SEGMENT_LENGTH } from './http/client-errors.js';
 import { connectionDrain } from './http/connection-drain.js';
+import { crossOriginAccess } from './http/cross-origin-access.js';
 import { diskSpaceCheck } from './http/disk-space-check.js';
 import { errorHandler } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
@@ -68,6 +69,8 @@ export async function buildApp({ services, logger }: BuildAppOptions) {
     limits: multipartLimits(services.config.uploadLimitBytes),
   });
   await app.register(openapi);
+  // Before authentication, so that its refusals carry the CORS headers and the page can read them.
+  await app.register(crossOriginAccess, { origins: services.config.corsOrigins });
   await app.register(authenticate, { services });
   await app.register(idempotency, { services });
   await app.register(diskSpaceCheck, { guard: services.diskSpace });

@@ -15,6 +15,11 @@ export interface Config {
   weaviateApiKey: string | undefined;
   masterKey: string | undefined;
   logLevel: string;
+  /**
+   * Origins whose pages may call the API from a browser (CORS): listed ones with API keys or the
+   * session cookie, `*` any with API keys only; none by default, as before.
+   */
+  corsOrigins: string[] | '*';
   /** Largest JSON body accepted, in bytes. */
   bodyLimitBytes: number;
   /** Largest uploaded file accepted, in bytes. */
@@ -121,6 +126,25 @@ function logLevel(env: NodeJS.ProcessEnv): string {
   return level;
 }
 
+/**
+ * `CORS_ORIGINS`: `*`, or origins separated by commas (scheme, host and port, as a browser sends
+ * them in `Origin`), kept in the form a browser writes them: `HTTPS://App.example.com:443/`
+ * would otherwise never equal the browser's `https://app.example.com`.
+ */
+function corsOriginsOf(env: NodeJS.ProcessEnv): string[] | '*' {
+  const raw = optional(env, 'CORS_ORIGINS');
+  if (raw === undefined) return [];
+  if (raw.trim() === '*') return '*';
+  return raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '').map((entry) => {
+    const url = URL.canParse(entry) ? new URL(entry) : undefined;
+    const originOnly = url && url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password;
+    if (!url || !originOnly || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      throw new ConfigError(`CORS_ORIGINS must be "*" or origins separated by commas, each scheme://host[:port] such as https://app.example.com, got "${entry}"`);
+    }
+    return url.origin;
+  });
+}
+
 function databaseUrlOf(env: NodeJS.ProcessEnv): string | undefined {
   const raw = optional(env, 'DATABASE_URL');
   if (raw === undefined) return undefined;
@@ -168,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     weaviateApiKey: optional(env, 'WEAVIATE_API_KEY'),
     masterKey: optional(env, 'MASTER_KEY'),
     logLevel: logLevel(env),
+    corsOrigins: corsOriginsOf(env),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024),
     uploadLimitBytes: integer(env, 'UPLOAD_LIMIT_BYTES', 100 * 1024 * 1024, 1024),
     originalsInDatabaseMaxBytes: integer(env, 'ORIGINALS_IN_DATABASE_MAX_BYTES', 64 * 1024),

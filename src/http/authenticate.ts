@@ -33,16 +33,18 @@ function bearerToken(request: FastifyRequest): string | undefined {
 }
 
 /**
- * A cookie-authenticated browser request that changes something must come from our own origin:
- * SameSite=Lax already stops most cross-site POSTs, this stops the rest (e.g. same-site subdomains).
+ * A cookie-authenticated browser request that changes something must come from our own origin or
+ * one CORS_ORIGINS lists: SameSite=Lax already stops most cross-site POSTs, this stops the rest
+ * (e.g. same-site subdomains). `*` trusts no origin for cookies.
  */
-function assertSameOrigin(request: FastifyRequest): void {
+function assertSameOrigin(request: FastifyRequest, trustedOrigins: string[] | '*'): void {
   const origin = request.headers.origin;
   if (!origin || !MUTATING.has(request.method)) return;
   let originHost: string;
   let requestHost: string;
   try {
     const originUrl = new URL(origin);
+    if (trustedOrigins !== '*' && trustedOrigins.includes(originUrl.origin)) return;
     originHost = originUrl.host;
     // Parsed the same way, so that a default port (":80") compares equal to none.
     requestHost = new URL(`${originUrl.protocol}//${request.headers.host ?? ''}`).host;
@@ -54,6 +56,7 @@ function assertSameOrigin(request: FastifyRequest): void {
 
 export const authenticate = fp(async (app: FastifyInstance, options: { services: AppServices }) => {
   const { services } = options;
+  const trustedOrigins = services.config.corsOrigins;
   app.decorateRequest('actor', null);
 
   app.addHook('onRoute', (route) => {
@@ -66,7 +69,7 @@ export const authenticate = fp(async (app: FastifyInstance, options: { services:
     const access = request.routeOptions.config.access;
     if (!access) return;
     // Open routes that change something (login, setup) set a session cookie: not for another site.
-    if (access.kind === 'open') return assertSameOrigin(request);
+    if (access.kind === 'open') return assertSameOrigin(request, trustedOrigins);
     const token = bearerToken(request);
     let actor: Actor | null = null;
     if (token !== undefined) {
@@ -78,7 +81,7 @@ export const authenticate = fp(async (app: FastifyInstance, options: { services:
       if (cookie) {
         const session = await resolveSession(services.db.fork(), cookie);
         if (!session) throw new UnauthorizedError('Session expired or revoked; log in again');
-        assertSameOrigin(request);
+        assertSameOrigin(request, trustedOrigins);
         actor = { kind: 'user', userId: session.user.id, email: session.user.email, role: session.user.role, sessionId: session.sessionId };
       }
     }

@@ -35,6 +35,9 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
     [{ MIN_FREE_DISK_MB: '1GB' }, /^MIN_FREE_DISK_MB must be an integer/],
     [{ EMBEDDED_CHECKPOINT_WAL_MB: '-1' }, /^EMBEDDED_CHECKPOINT_WAL_MB must be an integer/],
     [{ EMBEDDED_VACUUM_INTERVAL_S: '1m' }, /^EMBEDDED_VACUUM_INTERVAL_S must be an integer/],
+    [{ CORS_ORIGINS: 'localhost:5173' }, /^CORS_ORIGINS must be "\*" or origins separated by commas, each scheme:\/\/host\[:port\] such as https:\/\/app.example.com, got "localhost:5173"$/],
+    [{ CORS_ORIGINS: 'https://app.example.com/chat' }, /^CORS_ORIGINS must be .+, got "https:\/\/app.example.com\/chat"$/],
+    [{ CORS_ORIGINS: 'http://localhost:5173, *' }, /^CORS_ORIGINS must be .+, got "\*"$/],
   ];
   for (const [env, message] of refused) {
     t.throws(() => loadConfig(env), message, JSON.stringify(env));
@@ -52,6 +55,9 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
   t.match(loadConfig({ EMBEDDED_CHECKPOINT_WAL_MB: '0' }), { embeddedCheckpointWalBytes: 0 });
   t.match(loadConfig({}), { embeddedVacuumIntervalMs: 60_000 }, 'the embedded database is vacuumed every minute');
   t.match(loadConfig({ EMBEDDED_VACUUM_INTERVAL_S: '0' }), { embeddedVacuumIntervalMs: 0 });
+  t.same(loadConfig({}).corsOrigins, [], 'no origin may call from a browser unless listed');
+  t.same(loadConfig({ CORS_ORIGINS: ' HTTPS://App.Example.com:443/ , http://localhost:5173' }).corsOrigins, ['https://app.example.com', 'http://localhost:5173'], 'as a browser writes them in Origin');
+  t.equal(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*');
 });
 
 /** Starts the service with `env` over the test's environment and waits for it to exit. */
