@@ -6,8 +6,9 @@ import { htmlParserPlugin } from './html/index.js';
 import { jsonParserPlugin } from './json/index.js';
 import { markdownParserPlugin } from './markdown/index.js';
 import { pdfParserPlugin } from './pdf/index.js';
+import { pptxParserPlugin } from './pptx/index.js';
 import { textParserPlugin } from './text/index.js';
 
 export const builtInParsers: ReadonlyArray<PluginDefinition<'parser'>> = [
-  textParserPlugin, markdownParserPlugin, htmlParserPlugin, pdfParserPlugin, docxParserPlugin, csvParserPlugin, jsonParserPlugin,
+  textParserPlugin, markdownParserPlugin, htmlParserPlugin, pdfParserPlugin, docxParserPlugin, pptxParserPlugin, csvParserPlugin, jsonParserPlugin,
 ];

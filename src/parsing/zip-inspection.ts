@@ -93,10 +93,10 @@ async function inflateEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, keep: boolea
 }
 
 /**
- * Checks the archive (both steps above) and returns the entries named in `keepEntries` that it
- * holds. Throws a DocumentParseError naming `format` ("DOCX zip container: ...").
+ * Checks the archive (both steps above) and returns the entries `keep` asks for, by name. Throws a
+ * DocumentParseError naming `format` ("DOCX zip container: ...").
  */
-export async function inspectZipArchive(data: Buffer, format: string, limits: ZipLimits, keepEntries: readonly string[] = []): Promise<Map<string, Buffer>> {
+export async function inspectZipArchive(data: Buffer, format: string, limits: ZipLimits, keep: (name: string) => boolean = () => false): Promise<Map<string, Buffer>> {
   const stage = `${format} zip container`;
   let zip: yauzl.ZipFile;
   let entries: yauzl.Entry[];
@@ -115,7 +115,7 @@ export async function inspectZipArchive(data: Buffer, format: string, limits: Zi
   for (const entry of entries) {
     if (entry.fileName.endsWith('/')) continue;
     try {
-      const bytes = await inflateEntry(zip, entry, keepEntries.includes(entry.fileName));
+      const bytes = await inflateEntry(zip, entry, keep(entry.fileName));
       if (bytes) kept.set(entry.fileName, bytes);
     } catch (error) {
       const reason = reasonOf(error);

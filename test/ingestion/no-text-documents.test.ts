@@ -1,11 +1,12 @@
 /**
- * A file with nothing to search (only whitespace, a page of scripts, an empty DOCX) fails
+ * A file with nothing to search (only whitespace, a page of scripts, an empty DOCX or deck) fails
  * at parsing saying so; it ended `ready` with 0 chunks, and nothing told its uploader why it was
  * never found.
  */
 import { Document, Packer } from 'docx';
 import t from 'tap';
 import { buildPdf } from '../support/document-fixtures.js';
+import { buildPptx } from '../support/pptx-fixture.js';
 import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
 
 for (const backend of testBackends()) {
@@ -24,6 +25,8 @@ for (const backend of testBackends()) {
       await upload('nothing.docx', await Packer.toBuffer(new Document({ sections: [{ children: [] }] }))),
       // A page that is only a picture, as a scanner makes it.
       await upload('scan.pdf', await buildPdf({ pages: [{ paragraphs: [], image: true }] })),
+      // Slides of screenshots: a title placeholder left empty and nothing else to read.
+      await upload('screenshots.pptx', buildPptx({ slides: [{ shapes: [{ kind: 'title', lines: [] }] }, { shapes: [] }] })),
     ];
     const text = await upload('words.txt', 'Harbour pilots guide ships through the channel.', 'text/plain');
     await waitForIngestion(app, 'blank', admin);
@@ -31,7 +34,7 @@ for (const backend of testBackends()) {
     for (const id of blank) {
       const document = await read(id);
       // OCR is named only for formats that hold scans: "a scanned PDF" read oddly for a text file.
-      const ocr = /\.(?:docx|pdf)$/.test(document.filename) ? ' (scanned pages and pictures need OCR first, which the service does not do)' : '';
+      const ocr = /\.(?:docx|pdf|pptx)$/.test(document.filename) ? ' (scanned pages and pictures need OCR first, which the service does not do)' : '';
       t.match(document, {
         status: 'failed', chunk_count: 0, progress: { stage: 'parsing' },
         error: `parsing failed: the file holds no text to index${ocr}`,

@@ -6,9 +6,11 @@ import { builtInParsers } from '../../plugins/parser/index.js';
 import { AppError } from '../../src/errors.js';
 import { detectParser, inspectUpload, supportedTypesDescription, UPLOAD_SAMPLE_BYTES } from '../../src/ingestion/parser-selection.js';
 import { buildDocx, buildPdf, buildPng, buildZip, buildZipBomb, sampleCsv, sampleJson, sampleJsonl, sampleTsv } from '../support/document-fixtures.js';
+import { buildPptx } from '../support/pptx-fixture.js';
 
 const parsers = builtInParsers.map((plugin) => plugin.create({}, {}));
 const DOCX_TYPE = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+const PPTX_TYPE = 'application/vnd.openxmlformats-officedocument.presentationml.presentation';
 
 async function choose(filename: string, content: string | Buffer, contentType = 'application/octet-stream', complete = true) {
   const data = typeof content === 'string' ? Buffer.from(content) : content;
@@ -37,6 +39,10 @@ t.test('binary formats are recognised by their magic bytes, whatever the name sa
   t.same(await choose('report.txt', docx.subarray(0, 4096), 'text/plain', false), ['docx', DOCX_TYPE], 'judged by the first 4 KB: word/document.xml is there');
   t.same(await choose('cut.docx', docx.subarray(0, 300)), ['docx', DOCX_TYPE], 'a zip too short to show its entries keeps the name it claims, so the parser explains');
   t.same(await choose('bomb.docx', await buildZipBomb()), ['docx', DOCX_TYPE], 'a bomb reaches the parser, which refuses it');
+  const pptx = buildPptx({ slides: [{ shapes: [{ kind: 'title', lines: [{ text: 'Agenda' }] }] }] });
+  t.same(await choose('deck.pptx', pptx), ['pptx', PPTX_TYPE]);
+  t.same(await choose('deck.zip', pptx, 'application/zip'), ['pptx', PPTX_TYPE], 'a PPTX named .zip');
+  t.same(await choose('deck.docx', pptx), ['pptx', PPTX_TYPE], 'a PPTX named .docx is read as what it is');
 });
 
 t.test('prose that matches a one-byte signature stays text when its name says text', async (t) => {
@@ -52,13 +58,13 @@ t.test('unsupported binary data is refused with 415 naming the supported types',
   const [status, detail] = await refusal('photo.txt', buildPng(), 'text/plain');
   t.equal(status, 415);
   t.match(detail, /^Unsupported file type: "photo\.txt" is PNG data \(image\/png\) by its content; supported: \.txt, /);
-  for (const listed of ['.md', '.html', '.pdf', '.docx', '.csv', '.tsv', '.json', '.jsonl', 'application/pdf', 'text/csv', 'application/json']) t.ok(detail.includes(listed), `lists ${listed}`);
+  for (const listed of ['.md', '.html', '.pdf', '.docx', '.pptx', '.csv', '.tsv', '.json', '.jsonl', 'application/pdf', 'text/csv', 'application/json']) t.ok(detail.includes(listed), `lists ${listed}`);
   t.match((await refusal('setup.exe', Buffer.from([0x4d, 0x5a, 0x90, 0x00, 0x03, 0x00, 0x00, 0x00])))[1], /"setup\.exe" is EXE data/);
   t.match((await refusal('archive.docx', buildZip([{ name: 'readme.txt', data: Buffer.from('hello') }])))[1], /"archive\.docx" is ZIP data \(application\/zip\)/,
     'a whole zip without word/document.xml is not a DOCX');
   t.match(await refusal('blob.txt', randomBytes(4096), 'text/plain'), [415, /"blob\.txt" holds binary data of no supported format/], 'random bytes named .txt');
   t.match(await refusal('empty.md', ''), [400, 'File "empty.md" is empty: there is nothing to index']);
-  t.equal(supportedTypesDescription(parsers).split(' (')[0], '.txt, .text, .log, .md, .markdown, .mdx, .html, .htm, .xhtml, .pdf, .docx, .csv, .tsv, .tab, .json, .jsonl, .ndjson');
+  t.equal(supportedTypesDescription(parsers).split(' (')[0], '.txt, .text, .log, .md, .markdown, .mdx, .html, .htm, .xhtml, .pdf, .docx, .pptx, .csv, .tsv, .tab, .json, .jsonl, .ndjson');
 });
 
 t.test('text: the name picks among text formats; the content decides when the name does not', async (t) => {

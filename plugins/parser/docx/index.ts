@@ -13,56 +13,15 @@
  */
 import type { ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { DocumentParseError, reasonOf } from '../../../src/parsing/document-parse-error.js';
-import { collapseWhitespace, documentPropertyMetadata } from '../../../src/parsing/document-properties.js';
 import { htmlToElements, type ResolvedImage } from '../../../src/parsing/html-elements.js';
+import { CORE_PROPERTIES_ENTRY, coreProperties, coreProperty } from '../../../src/parsing/office-core-properties.js';
 import { inspectZipArchive, officeDocumentLimits } from '../../../src/parsing/zip-inspection.js';
 
-const corePropertiesEntry = 'docProps/core.xml';
 /** Picture formats browsers and vision models read; others (EMF, WMF, TIFF) keep their element without bytes. */
 const portableImageTypes = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 /** Word's own "Title" and "Subtitle" styles are headings of the document, not body text. */
 const styleMap = ["p[style-name='Title'] => h1:fresh", "p[style-name='Subtitle'] => h2:fresh"];
 const imageSourcePrefix = 'docx-image:';
-
-const xmlEntities: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
-
-function decodeXmlText(text: string): string {
-  return text.replace(/&(#x[0-9a-f]+|#\d+|\w+);/gi, (whole, name: string) => {
-    if (name[0] !== '#') return xmlEntities[name] ?? whole;
-    const code = name[1] === 'x' || name[1] === 'X' ? Number.parseInt(name.slice(2), 16) : Number.parseInt(name.slice(1), 10);
-    return Number.isFinite(code) && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
-  });
-}
-
-/** The decoded text of one core property element (`dc:creator`), whitespace collapsed; undefined when absent or blank. */
-function coreProperty(coreXml: string | undefined, tag: string): string | undefined {
-  // The name must end at the tag's end or an attribute: `dc:subject` is no prefix of another property.
-  const match = coreXml === undefined ? null : new RegExp(`<${tag}(?:\\s[^>]*)?>([\\s\\S]*?)</${tag}>`).exec(coreXml);
-  const text = match ? collapseWhitespace(decodeXmlText(match[1]!)) : '';
-  return text.length > 0 ? text : undefined;
-}
-
-/**
- * A W3CDTF date (`2024-01-31T12:00:00Z`, the format core.xml uses). A time without a zone is read
- * as UTC: `new Date` would read it in the server's zone, giving each deployment its own answer.
- */
-function coreDate(value: string | undefined): Date | null {
-  const match = value === undefined ? null : /^(\d{4}(?:-\d{2}(?:-\d{2})?)?)(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(Z|[+-]\d{2}:\d{2})?$/.exec(value);
-  if (!match) return null;
-  const [, date, time, zone] = match;
-  return new Date(time ? `${date}${time}${zone ?? 'Z'}` : date!);
-}
-
-function coreProperties(coreXml: string | undefined): Record<string, unknown> {
-  if (!coreXml) return {};
-  return documentPropertyMetadata({
-    author: coreProperty(coreXml, 'dc:creator'),
-    description: coreProperty(coreXml, 'dc:description') ?? coreProperty(coreXml, 'dc:subject'),
-    keywords: coreProperty(coreXml, 'cp:keywords'),
-    created: coreDate(coreProperty(coreXml, 'dcterms:created')),
-    modified: coreDate(coreProperty(coreXml, 'dcterms:modified')),
-  });
-}
 
 interface CapturedImage {
   data: Buffer;
@@ -79,7 +38,7 @@ function withoutNoteBackLinks(html: string): string {
 
 async function parseDocx(data: Buffer): Promise<ParsedDocument> {
   if (data.length === 0) throw new DocumentParseError('DOCX', 'the file is empty');
-  const kept = await inspectZipArchive(data, 'DOCX', officeDocumentLimits, [corePropertiesEntry]);
+  const kept = await inspectZipArchive(data, 'DOCX', officeDocumentLimits, (name) => name === CORE_PROPERTIES_ENTRY);
   const { default: mammoth } = await import('mammoth');
   const images: CapturedImage[] = [];
   let html: string;
@@ -103,7 +62,7 @@ async function parseDocx(data: Buffer): Promise<ParsedDocument> {
     return portableImageTypes.has(captured.contentType) ? { image: captured, metadata } : { metadata };
   };
   const parsed = htmlToElements(html, { resolveImage });
-  const coreXml = kept.get(corePropertiesEntry)?.toString('utf8');
+  const coreXml = kept.get(CORE_PROPERTIES_ENTRY)?.toString('utf8');
   const title = coreProperty(coreXml, 'dc:title') ?? parsed.title;
   const metadata = coreProperties(coreXml);
   return {

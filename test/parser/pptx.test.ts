@@ -1,0 +1,104 @@
+/**
+ * PowerPoint decks through the API: slides in the deck's order, titles as headings, bulleted
+ * lists, tables with their header row and speaker notes, each with its slide number as `page`;
+ * damaged decks fail naming the stage.
+ */
+import t from 'tap';
+import { assertError } from '../support/assertions.js';
+import { buildPng } from '../support/document-fixtures.js';
+import { buildPptx, type PptxOptions } from '../support/pptx-fixture.js';
+import {
+  buildTestApp, createTestCollection, multipartUpload, setupAdmin, testBackends, waitForIngestion,
+} from '../support/test-app.js';
+
+const PPTX_TYPE = 'application/vnd.openxmlformats-officedocument.presentationml.presentation';
+
+/** Three slides, written as files 1, 3, 2 and shown as 1, 2, 3: the deck's order is presentation.xml's. */
+const BRIEFING: PptxOptions = {
+  title: 'Harbour Operations Briefing',
+  creator: 'Port Authority',
+  order: [1, 3, 2],
+  slides: [
+    { shapes: [{ kind: 'ctrTitle', lines: [{ text: 'Harbour Operations 2026' }] }, { kind: 'subTitle', lines: [{ text: 'Annual briefing for the port board' }] }] },
+    {
+      shapes: [
+        { kind: 'title', lines: [{ text: 'Tariffs' }] },
+        { kind: 'table', headerRow: true, rows: [['Vessel', 'Fee per day'], ['Container ship', '1,200 EUR'], ['Ferry', '300 EUR']] },
+        { kind: 'ftr', lines: [{ text: 'Confidential' }] },
+      ],
+    },
+    {
+      shapes: [
+        { kind: 'title', lines: [{ text: 'Berth allocation' }] },
+        { kind: 'body', lines: [{ text: 'Container ships use berths 1 to 4' }, { text: 'Berth 3 is closed for dredging in March', level: 1 }, { text: 'Ferries use the north quay' }] },
+        { kind: 'textBox', lines: [{ text: 'Source: harbour master' }] },
+        { kind: 'sldNum', lines: [{ text: '2' }] },
+      ],
+      notes: 'Mention the dredging contract signed in January.',
+    },
+  ],
+};
+
+interface Element { type: string; text: string; heading_path: string[]; page: number | null; metadata: Record<string, unknown> }
+
+for (const backend of testBackends()) {
+  t.test(backend, async (t) => {
+    const ctx = await buildTestApp(backend);
+    t.teardown(() => ctx.close());
+    const { app } = ctx;
+    const admin = { cookie: await setupAdmin(app) };
+    await createTestCollection(app, admin, { name: 'decks' });
+    const upload = (filename: string, content: Buffer, contentType = PPTX_TYPE) => {
+      const form = multipartUpload([{ filename, content, contentType }]);
+      return app.inject({ method: 'POST', url: '/v1/collections/decks/documents', headers: { ...admin, ...form.headers }, payload: form.payload });
+    };
+
+    await t.test('a deck: slides in order, titles, lists, tables and speaker notes, each with its slide number', async (t) => {
+      const deck = buildPptx(BRIEFING);
+      const created = await upload('briefing.pptx', deck);
+      t.equal(created.statusCode, 202, created.body);
+      const untyped = await upload('agenda.pptx', buildPptx({ slides: [{ shapes: [{ kind: 'title', lines: [{ text: 'Agenda' }] }] }] }), 'application/octet-stream');
+      t.equal(untyped.statusCode, 202, untyped.body);
+      t.equal(untyped.json().content_type, PPTX_TYPE, 'recognised without its content type');
+      const documents = await waitForIngestion(app, 'decks', admin);
+      t.same(documents.map((document) => document.status), ['ready', 'ready'], JSON.stringify(documents.map((document) => document.error)));
+
+      const id = created.json().id as string;
+      const document = (await app.inject({ url: `/v1/collections/decks/documents/${id}`, headers: admin })).json();
+      t.equal(document.title, 'Harbour Operations Briefing', 'the title of the file\'s properties');
+      t.match(document.source_metadata, { author: 'Port Authority', slides: 3 });
+
+      const elements = (await app.inject({ url: `/v1/collections/decks/documents/${id}/elements`, headers: admin })).json().data as Element[];
+      t.same(elements.map((element) => [element.page, element.type, element.text, element.heading_path]), [
+        [1, 'heading', 'Harbour Operations 2026', ['Harbour Operations 2026']],
+        [1, 'paragraph', 'Annual briefing for the port board', ['Harbour Operations 2026']],
+        [2, 'heading', 'Berth allocation', ['Berth allocation']],
+        [2, 'list', '- Container ships use berths 1 to 4\n  - Berth 3 is closed for dredging in March\n- Ferries use the north quay', ['Berth allocation']],
+        [2, 'paragraph', 'Source: harbour master', ['Berth allocation']],
+        [2, 'paragraph', 'Mention the dredging contract signed in January.', ['Berth allocation']],
+        [3, 'heading', 'Tariffs', ['Tariffs']],
+        [3, 'table', 'Vessel | Fee per day\nContainer ship | 1,200 EUR\nFerry | 300 EUR', ['Tariffs']],
+      ], 'no slide number, footer or notes-page number among them');
+      t.equal(elements[5]!.metadata.speaker_notes, true, 'the notes say they are notes');
+      t.notOk(elements[4]!.metadata.speaker_notes);
+
+      const query = await app.inject({ method: 'POST', url: '/v1/collections/decks/query', headers: admin, payload: { query: 'dredging contract', search_mode: 'keyword', filters: { slides: 3 } } });
+      t.equal(query.statusCode, 200, query.body);
+      const [best] = query.json().results;
+      t.match(best, { document_title: 'Harbour Operations Briefing', document_filename: /^briefing/, metadata: { page: 2, heading_path: ['Berth allocation'] } }, 'a result can say which slide');
+      const tariffs = await app.inject({ method: 'POST', url: '/v1/collections/decks/query', headers: admin, payload: { query: 'ferry fee per day', search_mode: 'keyword' } });
+      t.match(tariffs.json().results[0], { metadata: { page: 3 } });
+    });
+
+    await t.test('a damaged deck fails naming the stage; a picture named .pptx is refused', async (t) => {
+      const deck = buildPptx(BRIEFING);
+      const truncated = await upload('truncated.pptx', deck.subarray(0, Math.floor(deck.length / 2)));
+      t.equal(truncated.statusCode, 202, truncated.body);
+      await waitForIngestion(app, 'decks', admin);
+      const failed = (await app.inject({ url: `/v1/collections/decks/documents/${truncated.json().id}`, headers: admin })).json();
+      t.equal(failed.status, 'failed');
+      t.match(failed.error, /^parsing failed: PPTX zip container: the archive is truncated or damaged \(/);
+      assertError(t, await upload('photo.pptx', buildPng(), 'image/png'), 415, /"photo\.pptx" is PNG data \(image\/png\) by its content; supported: .*\.pptx/, 'a picture');
+    });
+  });
+}
