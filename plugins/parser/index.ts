@@ -8,7 +8,8 @@ import { markdownParserPlugin } from './markdown/index.js';
 import { pdfParserPlugin } from './pdf/index.js';
 import { pptxParserPlugin } from './pptx/index.js';
 import { textParserPlugin } from './text/index.js';
+import { xlsxParserPlugin } from './xlsx/index.js';
 
 export const builtInParsers: ReadonlyArray<PluginDefinition<'parser'>> = [
-  textParserPlugin, markdownParserPlugin, htmlParserPlugin, pdfParserPlugin, docxParserPlugin, pptxParserPlugin, csvParserPlugin, jsonParserPlugin,
+  textParserPlugin, markdownParserPlugin, htmlParserPlugin, pdfParserPlugin, docxParserPlugin, pptxParserPlugin, xlsxParserPlugin, csvParserPlugin, jsonParserPlugin,
 ];

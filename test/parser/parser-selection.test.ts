@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { text as streamText } from 'node:stream/consumers';
 import t from 'tap';
+import writeXlsxFile from 'write-excel-file/node';
 import { builtInParsers } from '../../plugins/parser/index.js';
 import { AppError } from '../../src/errors.js';
 import { detectParser, inspectUpload, supportedTypesDescription, UPLOAD_SAMPLE_BYTES } from '../../src/ingestion/parser-selection.js';
@@ -11,6 +12,7 @@ import { buildPptx } from '../support/pptx-fixture.js';
 const parsers = builtInParsers.map((plugin) => plugin.create({}, {}));
 const DOCX_TYPE = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 const PPTX_TYPE = 'application/vnd.openxmlformats-officedocument.presentationml.presentation';
+const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 
 async function choose(filename: string, content: string | Buffer, contentType = 'application/octet-stream', complete = true) {
   const data = typeof content === 'string' ? Buffer.from(content) : content;
@@ -43,6 +45,9 @@ t.test('binary formats are recognised by their magic bytes, whatever the name sa
   t.same(await choose('deck.pptx', pptx), ['pptx', PPTX_TYPE]);
   t.same(await choose('deck.zip', pptx, 'application/zip'), ['pptx', PPTX_TYPE], 'a PPTX named .zip');
   t.same(await choose('deck.docx', pptx), ['pptx', PPTX_TYPE], 'a PPTX named .docx is read as what it is');
+  const xlsx = await writeXlsxFile([[{ value: 'Berth' }], [{ value: 4 }]]).toBuffer();
+  t.same(await choose('berths.xlsx', xlsx), ['xlsx', XLSX_TYPE]);
+  t.same(await choose('berths.bin', xlsx, 'application/octet-stream'), ['xlsx', XLSX_TYPE], 'a workbook by its content');
 });
 
 t.test('prose that matches a one-byte signature stays text when its name says text', async (t) => {
@@ -58,13 +63,13 @@ t.test('unsupported binary data is refused with 415 naming the supported types',
   const [status, detail] = await refusal('photo.txt', buildPng(), 'text/plain');
   t.equal(status, 415);
   t.match(detail, /^Unsupported file type: "photo\.txt" is PNG data \(image\/png\) by its content; supported: \.txt, /);
-  for (const listed of ['.md', '.html', '.pdf', '.docx', '.pptx', '.csv', '.tsv', '.json', '.jsonl', 'application/pdf', 'text/csv', 'application/json']) t.ok(detail.includes(listed), `lists ${listed}`);
+  for (const listed of ['.md', '.html', '.pdf', '.docx', '.pptx', '.xlsx', '.csv', '.tsv', '.json', '.jsonl', 'application/pdf', 'text/csv', 'application/json']) t.ok(detail.includes(listed), `lists ${listed}`);
   t.match((await refusal('setup.exe', Buffer.from([0x4d, 0x5a, 0x90, 0x00, 0x03, 0x00, 0x00, 0x00])))[1], /"setup\.exe" is EXE data/);
   t.match((await refusal('archive.docx', buildZip([{ name: 'readme.txt', data: Buffer.from('hello') }])))[1], /"archive\.docx" is ZIP data \(application\/zip\)/,
     'a whole zip without word/document.xml is not a DOCX');
   t.match(await refusal('blob.txt', randomBytes(4096), 'text/plain'), [415, /"blob\.txt" holds binary data of no supported format/], 'random bytes named .txt');
   t.match(await refusal('empty.md', ''), [400, 'File "empty.md" is empty: there is nothing to index']);
-  t.equal(supportedTypesDescription(parsers).split(' (')[0], '.txt, .text, .log, .md, .markdown, .mdx, .html, .htm, .xhtml, .pdf, .docx, .pptx, .csv, .tsv, .tab, .json, .jsonl, .ndjson');
+  t.equal(supportedTypesDescription(parsers).split(' (')[0], '.txt, .text, .log, .md, .markdown, .mdx, .html, .htm, .xhtml, .pdf, .docx, .pptx, .xlsx, .csv, .tsv, .tab, .json, .jsonl, .ndjson');
 });
 
 t.test('text: the name picks among text formats; the content decides when the name does not', async (t) => {

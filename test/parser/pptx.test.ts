@@ -7,9 +7,7 @@ import t from 'tap';
 import { assertError } from '../support/assertions.js';
 import { buildPng } from '../support/document-fixtures.js';
 import { buildPptx, type PptxOptions } from '../support/pptx-fixture.js';
-import {
-  buildTestApp, createTestCollection, multipartUpload, setupAdmin, testBackends, waitForIngestion,
-} from '../support/test-app.js';
+import { adminTestApp, createTestCollection, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
 
 const PPTX_TYPE = 'application/vnd.openxmlformats-officedocument.presentationml.presentation';
 
@@ -43,15 +41,9 @@ interface Element { type: string; text: string; heading_path: string[]; page: nu
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const ctx = await buildTestApp(backend);
-    t.teardown(() => ctx.close());
-    const { app } = ctx;
-    const admin = { cookie: await setupAdmin(app) };
+    const { app, admin } = await adminTestApp(t, backend);
     await createTestCollection(app, admin, { name: 'decks' });
-    const upload = (filename: string, content: Buffer, contentType = PPTX_TYPE) => {
-      const form = multipartUpload([{ filename, content, contentType }]);
-      return app.inject({ method: 'POST', url: '/v1/collections/decks/documents', headers: { ...admin, ...form.headers }, payload: form.payload });
-    };
+    const upload = (filename: string, content: Buffer, contentType = PPTX_TYPE) => uploadDocument(app, admin, 'decks', { filename, content, contentType });
 
     await t.test('a deck: slides in order, titles, lists, tables and speaker notes, each with its slide number', async (t) => {
       const deck = buildPptx(BRIEFING);

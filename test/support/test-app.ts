@@ -226,6 +226,12 @@ export function multipartUpload(files: Array<{ filename: string; content: string
   return { payload: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
 }
 
+/** Uploads one file into `collection` (POST .../documents) and returns the response. */
+export async function uploadDocument(app: App, headers: Record<string, string>, collection: string, file: { filename: string; content: string | Buffer; contentType?: string }) {
+  const form = multipartUpload([file]);
+  return app.inject({ method: 'POST', url: `/v1/collections/${collection}/documents`, headers: { ...headers, ...form.headers }, payload: form.payload });
+}
+
 /** Polls until no document of the collection is pending or processing; returns the documents. */
 export async function waitForIngestion(app: App, collection: string, headers: Record<string, string>, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;

@@ -1,21 +1,18 @@
 /**
- * The `csv` parser: comma-, semicolon-, pipe- or tab-separated tables through csv-parse. Each row
- * is one `table` element whose text pairs every value with its column ("city: Oslo" lines), so a
- * chunk holding rows 4,000-4,010 still says what its numbers are. The header row is each
- * element's `metadata.columns`, and `metadata.row` the row's 1-based number below the header.
+ * The `csv` parser: comma-, semicolon-, pipe- or tab-separated tables through csv-parse, each row
+ * an element as src/parsing/table-row-elements.ts makes them.
  *
  * The delimiter is a tab for .tsv/.tab files and text/tab-separated-values, else the candidate
  * that splits the first lines into the same number of fields (outside quotes), most fields first.
- * The first row is the header when its cells are non-empty, distinct and not numbers; otherwise
- * rows read as "a | b | c". Quoted fields may span lines; rows may have more or fewer fields than
- * the header (spreadsheets export ragged rows).
+ * Quoted fields may span lines; rows may have more or fewer fields than the header (spreadsheets
+ * export ragged rows).
  */
 import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
-import type { DocumentElement, ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
+import type { ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { decodeTextBuffer } from '../../../src/parsing/decode-text.js';
 import { DocumentParseError, reasonOf } from '../../../src/parsing/document-parse-error.js';
-import { tableRowText } from '../../../src/parsing/table-row-text.js';
+import { tableRowElements } from '../../../src/parsing/table-row-elements.js';
 
 const candidates = [',', ';', '|', '\t'] as const;
 const SAMPLE_CHARACTERS = 64 * 1024;
@@ -41,19 +38,6 @@ function detectDelimiter(text: string): string {
   return best.delimiter;
 }
 
-function looksLikeHeader(cells: string[]): boolean {
-  const names = cells.map((cell) => cell.toLowerCase());
-  return cells.every((cell) => cell.length > 0 && !/^[-+]?[\d.,]+%?$/.test(cell)) && new Set(names).size === names.length;
-}
-
-function rowText(cells: string[], columns: string[] | undefined): string {
-  if (!columns) return tableRowText(cells.filter((cell) => cell.length > 0));
-  return cells
-    .map((cell, index) => (cell.length > 0 ? `${columns[index] ?? `column ${index + 1}`}: ${cell}` : ''))
-    .filter((pair) => pair.length > 0)
-    .join('\n');
-}
-
 function readRows(text: string, delimiter: string): string[][] {
   try {
     return parseCsv(text, { delimiter, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, trim: true }) as string[][];
@@ -70,15 +54,8 @@ function parseTable(input: ParserInput): ParsedDocument {
   const rows = readRows(text, delimiter)
     .map((cells) => cells.map((cell) => cell.replace(/\s+/g, ' ')))
     .filter((cells) => cells.some((cell) => cell.length > 0));
-  const columns = rows.length > 1 && looksLikeHeader(rows[0]!) ? rows[0]! : undefined;
-  const body = columns ? rows.slice(1) : rows;
-  const elements = body.map((cells, index): DocumentElement => ({
-    type: 'table',
-    text: rowText(cells, columns),
-    headingPath: [],
-    metadata: { row: index + 1, ...(columns ? { columns } : {}) },
-  }));
-  return { elements, metadata: { delimiter, rows: body.length, ...(columns ? { columns } : {}) } };
+  const table = tableRowElements(rows, []);
+  return { elements: table.elements, metadata: { delimiter, rows: table.rows, ...(table.columns ? { columns: table.columns } : {}) } };
 }
 
 const csvParser: Parser = {

@@ -1,0 +1,73 @@
+/**
+ * Excel workbooks through the API: a heading per sheet, each row an element of "column: value"
+ * lines with its sheet and row, dates and numbers as Excel shows them; empty sheets left out;
+ * damaged workbooks fail naming the stage.
+ */
+import t from 'tap';
+import writeXlsxFile from 'write-excel-file/node';
+import { adminTestApp, createTestCollection, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
+
+const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
+
+interface Element { type: string; text: string; heading_path: string[]; metadata: Record<string, unknown> }
+
+async function fleetWorkbook(): Promise<Buffer> {
+  const header = ['Vessel', 'Length (m)', 'Commissioned', 'In service'].map((value) => ({ value, fontWeight: 'bold' as const }));
+  return writeXlsxFile([
+    {
+      sheet: 'Vessels',
+      data: [
+        header,
+        [{ value: 'Morning Star' }, { value: 142.5 }, { value: new Date(Date.UTC(2019, 2, 1)), format: 'yyyy-mm-dd' }, { value: true }],
+        [{ value: 'Tern' }, { value: 38 }, { value: new Date(Date.UTC(2024, 10, 5)), format: 'yyyy-mm-dd' }, { value: false }],
+      ],
+    },
+    { sheet: 'Blank', data: [[null]] },
+    { sheet: 'Notes', data: [[{ value: 'Note' }], [{ value: 'Dredging of berth 3 starts in March.' }], [{ value: 'The Tern is laid up for repairs.' }]] },
+  ]).toBuffer();
+}
+
+for (const backend of testBackends()) {
+  t.test(backend, async (t) => {
+    const { app, admin } = await adminTestApp(t, backend);
+    await createTestCollection(app, admin, { name: 'sheets' });
+    const upload = (filename: string, content: Buffer, contentType = XLSX_TYPE) => uploadDocument(app, admin, 'sheets', { filename, content, contentType });
+
+    await t.test('a workbook: a heading per sheet, rows as "column: value" lines, dates and numbers as Excel shows them', async (t) => {
+      const workbook = await fleetWorkbook();
+      const created = await upload('fleet.xlsx', workbook, 'application/octet-stream');
+      t.equal(created.statusCode, 202, created.body);
+      t.equal(created.json().content_type, XLSX_TYPE, 'recognised without its content type');
+      const [document] = await waitForIngestion(app, 'sheets', admin);
+      t.equal(document?.status, 'ready', document?.error ?? '');
+      const id = created.json().id as string;
+      t.match((await app.inject({ url: `/v1/collections/sheets/documents/${id}`, headers: admin })).json().source_metadata, { sheets: ['Vessels', 'Notes'], rows: 4 }, 'the empty sheet is left out');
+
+      const elements = (await app.inject({ url: `/v1/collections/sheets/documents/${id}/elements`, headers: admin })).json().data as Element[];
+      t.same(elements.map((element) => [element.type, element.text, element.heading_path]), [
+        ['heading', 'Vessels', ['Vessels']],
+        ['table', 'Vessel: Morning Star\nLength (m): 142.5\nCommissioned: 2019-03-01\nIn service: true', ['Vessels']],
+        ['table', 'Vessel: Tern\nLength (m): 38\nCommissioned: 2024-11-05\nIn service: false', ['Vessels']],
+        ['heading', 'Notes', ['Notes']],
+        ['table', 'Note: Dredging of berth 3 starts in March.', ['Notes']],
+        ['table', 'Note: The Tern is laid up for repairs.', ['Notes']],
+      ]);
+      t.match(elements[2]!.metadata, { sheet: 'Vessels', row: 2, columns: ['Vessel', 'Length (m)', 'Commissioned', 'In service'] });
+      t.match(elements[5]!.metadata, { sheet: 'Notes', row: 2 });
+
+      const query = await app.inject({ method: 'POST', url: '/v1/collections/sheets/query', headers: admin, payload: { query: 'Morning Star length', search_mode: 'keyword' } });
+      t.equal(query.statusCode, 200, query.body);
+      t.match(query.json().results[0], { text: /Length \(m\): 142\.5/, metadata: { heading_path: ['Vessels'] } }, 'a row found says what its numbers are');
+    });
+
+    await t.test('a damaged workbook fails naming the stage', async (t) => {
+      const workbook = await fleetWorkbook();
+      const truncated = await upload('truncated.xlsx', workbook.subarray(0, Math.floor(workbook.length / 2)));
+      t.equal(truncated.statusCode, 202, truncated.body);
+      await waitForIngestion(app, 'sheets', admin);
+      const failed = (await app.inject({ url: `/v1/collections/sheets/documents/${truncated.json().id}`, headers: admin })).json();
+      t.equal(failed.status, 'failed');
+      t.match(failed.error, /^parsing failed: XLSX zip container: the archive is truncated or damaged \(/);
+    });
+  });
+}
