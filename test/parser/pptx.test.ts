@@ -30,6 +30,7 @@ const BRIEFING: PptxOptions = {
         { kind: 'title', lines: [{ text: 'Berth allocation' }] },
         { kind: 'body', lines: [{ text: 'Container ships use berths 1 to 4' }, { text: 'Berth 3 is closed for dredging in March', level: 1 }, { text: 'Ferries use the north quay' }] },
         { kind: 'textBox', lines: [{ text: 'Source: harbour master' }] },
+        { kind: 'alternateContent', lines: [{ text: 'Depth at berth 3: 14.5 m' }] },
         { kind: 'sldNum', lines: [{ text: '2' }] },
       ],
       notes: 'Mention the dredging contract signed in January.',
@@ -67,11 +68,12 @@ for (const backend of testBackends()) {
         [2, 'heading', 'Berth allocation', ['Berth allocation']],
         [2, 'list', '- Container ships use berths 1 to 4\n  - Berth 3 is closed for dredging in March\n- Ferries use the north quay', ['Berth allocation']],
         [2, 'paragraph', 'Source: harbour master', ['Berth allocation']],
+        [2, 'paragraph', 'Depth at berth 3: 14.5 m', ['Berth allocation']],
         [2, 'paragraph', 'Mention the dredging contract signed in January.', ['Berth allocation']],
         [3, 'heading', 'Tariffs', ['Tariffs']],
         [3, 'table', 'Vessel | Fee per day\nContainer ship | 1,200 EUR\nFerry | 300 EUR', ['Tariffs']],
-      ], 'no slide number, footer or notes-page number among them');
-      t.equal(elements[5]!.metadata.speaker_notes, true, 'the notes say they are notes');
+      ], 'no slide number, footer or notes-page number among them, and a shape written with a fallback once');
+      t.equal(elements[6]!.metadata.speaker_notes, true, 'the notes say they are notes');
       t.notOk(elements[4]!.metadata.speaker_notes);
 
       const query = await app.inject({ method: 'POST', url: '/v1/collections/decks/query', headers: admin, payload: { query: 'dredging contract', search_mode: 'keyword', filters: { slides: 3 } } });

@@ -23,6 +23,8 @@ export interface PptxLine {
 export type PptxShape =
   | { kind: 'title' | 'ctrTitle' | 'subTitle' | 'body' | 'sldNum' | 'ftr'; lines: PptxLine[] }
   | { kind: 'textBox'; lines: PptxLine[] }
+  /** A text box written as a newer PowerPoint writes some shapes: once for newer readers, once as a fallback. */
+  | { kind: 'alternateContent'; lines: PptxLine[] }
   | { kind: 'table'; rows: string[][]; headerRow: boolean };
 
 export interface PptxSlide {
@@ -44,6 +46,11 @@ function paragraphs(lines: PptxLine[]): string {
 }
 
 function shapeXml(shape: PptxShape, id: number): string {
+  if (shape.kind === 'alternateContent') {
+    const textBox = shapeXml({ kind: 'textBox', lines: shape.lines }, id);
+    return '<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006">'
+      + `<mc:Choice xmlns:a14="http://schemas.microsoft.com/office/drawing/2010/main" Requires="a14">${textBox}</mc:Choice><mc:Fallback>${textBox}</mc:Fallback></mc:AlternateContent>`;
+  }
   if (shape.kind === 'table') {
     const rows = shape.rows.map((cells) => `<a:tr h="370840">${cells.map((cell) => `<a:tc><a:txBody><a:bodyPr/><a:lstStyle/><a:p><a:r><a:t>${escapeXml(cell)}</a:t></a:r></a:p></a:txBody><a:tcPr/></a:tc>`).join('')}</a:tr>`).join('');
     return `<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="${id}" name="Table ${id}"/><p:cNvGraphicFramePr/><p:nvPr/></p:nvGraphicFramePr>`

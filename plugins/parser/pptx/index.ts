@@ -104,9 +104,20 @@ interface SlideContent {
   html: string;
 }
 
+/**
+ * A slide or notes part, parsed. Content a newer PowerPoint writes twice (mc:AlternateContent: an
+ * equation, a 3D model or a newer shape, and its fallback for older readers) is kept once, as the
+ * first choice: read whole, its text came out twice.
+ */
+function parseSlidePart(xml: string): XmlNode {
+  const document = parseDocument(xml, { xmlMode: true });
+  for (const fallback of DomUtils.findAll((element) => element.name === 'mc:Fallback', document.children)) DomUtils.removeElement(fallback);
+  return document;
+}
+
 /** A slide's title and the HTML of the rest of its text, shapes and tables in the order the slide lists them. */
 function slideContent(slideXml: string): SlideContent {
-  const document = parseDocument(slideXml, { xmlMode: true });
+  const document = parseSlidePart(slideXml);
   let title: string | undefined;
   let html = '';
   for (const shape of DomUtils.findAll((element) => element.name === 'p:sp' || element.name === 'a:tbl', document.children)) {
@@ -130,7 +141,7 @@ function slideContent(slideXml: string): SlideContent {
 
 /** The text of a notes page: its body placeholder (the others hold the slide's picture and number). */
 function notesHtml(notesXml: string): string {
-  const document = parseDocument(notesXml, { xmlMode: true });
+  const document = parseSlidePart(notesXml);
   return DomUtils.findAll((element) => element.name === 'p:sp', document.children)
     .filter((shape) => placeholderType(shape) === 'body')
     .map((shape) => textLines(childrenNamed(shape, 'p:txBody')[0] ?? shape).map((line) => `<p>${escapeHtml(line.text)}</p>`).join(''))
