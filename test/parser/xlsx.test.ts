@@ -1,6 +1,6 @@
 /**
  * Excel workbooks through the API: a heading per sheet, each row an element of "column: value"
- * lines with its sheet and row, dates and numbers as Excel shows them; empty sheets left out;
+ * lines with its sheet and row, dates as ISO dates; empty sheets left out;
  * damaged workbooks fail naming the stage.
  */
 import t from 'tap';
@@ -33,7 +33,7 @@ for (const backend of testBackends()) {
     await createTestCollection(app, admin, { name: 'sheets' });
     const upload = (filename: string, content: Buffer, contentType = XLSX_TYPE) => uploadDocument(app, admin, 'sheets', { filename, content, contentType });
 
-    await t.test('a workbook: a heading per sheet, rows as "column: value" lines, dates and numbers as Excel shows them', async (t) => {
+    await t.test('a workbook: a heading per sheet, rows as "column: value" lines, dates as ISO dates', async (t) => {
       const workbook = await fleetWorkbook();
       const created = await upload('fleet.xlsx', workbook, 'application/octet-stream');
       t.equal(created.statusCode, 202, created.body);

@@ -2,8 +2,9 @@
  * The `xlsx` parser: Excel workbooks through read-excel-file. Each sheet that holds anything is a
  * heading (its name) followed by its rows, each an element as CSV rows are (src/parsing/
  * table-row-elements.ts: "column: value" lines under a header row), with `metadata.sheet`. Cells
- * are read as Excel shows their values: formulas by their last computed value, dates as ISO dates
- * (`2026-03-01`, with the time when there is one), numbers and booleans as written.
+ * are read by their stored values: formulas by their last computed value, dates as ISO dates
+ * (`2026-03-01`, with the time when there is one), numbers without their display format (a
+ * percentage is its fraction, 0.25; an amount has no currency sign).
  *
  * The zip container is checked before anything is inflated (src/parsing/zip-inspection.ts).
  * The title is the workbook's own (docProps/core.xml dc:title); the other core properties, the
