@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { assertError } from '../support/assertions.js';
-import { buildPng } from '../support/document-fixtures.js';
+import { buildPng, buildZip } from '../support/document-fixtures.js';
 import { buildPptx, type PptxOptions } from '../support/pptx-fixture.js';
 import { adminTestApp, createTestCollection, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
 
@@ -22,6 +22,8 @@ const BRIEFING: PptxOptions = {
       shapes: [
         { kind: 'title', lines: [{ text: 'Tariffs' }] },
         { kind: 'table', headerRow: true, rows: [['Vessel', 'Fee per day'], ['Container ship', '1,200 EUR'], ['Ferry', '300 EUR']] },
+        { kind: 'picture', name: 'image1.png', data: buildPng(), description: 'Chart of fees since 2020' },
+        { kind: 'picture', name: 'image2.emf', data: Buffer.from('EMF drawing'), description: 'Harbour logo' },
         { kind: 'ftr', lines: [{ text: 'Confidential' }] },
       ],
     },
@@ -38,12 +40,13 @@ const BRIEFING: PptxOptions = {
   ],
 };
 
-interface Element { type: string; text: string; heading_path: string[]; page: number | null; metadata: Record<string, unknown> }
+interface Element { type: string; text: string; heading_path: string[]; page: number | null; metadata: Record<string, unknown>; content_url?: string | null }
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
     const { app, admin } = await adminTestApp(t, backend);
-    await createTestCollection(app, admin, { name: 'decks' });
+    // Multimodal: the pictures of image elements are kept and served.
+    await createTestCollection(app, admin, { name: 'decks', multimodal_enabled: true });
     const upload = (filename: string, content: Buffer, contentType = PPTX_TYPE) => uploadDocument(app, admin, 'decks', { filename, content, contentType });
 
     await t.test('a deck: slides in order, titles, lists, tables and speaker notes, each with its slide number', async (t) => {
@@ -72,9 +75,17 @@ for (const backend of testBackends()) {
         [2, 'paragraph', 'Mention the dredging contract signed in January.', ['Berth allocation']],
         [3, 'heading', 'Tariffs', ['Tariffs']],
         [3, 'table', 'Vessel | Fee per day\nContainer ship | 1,200 EUR\nFerry | 300 EUR', ['Tariffs']],
+        [3, 'image', 'Chart of fees since 2020', ['Tariffs']],
+        [3, 'image', 'Harbour logo', ['Tariffs']],
       ], 'no slide number, footer or notes-page number among them, and a shape written with a fallback once');
       t.equal(elements[6]!.metadata.speaker_notes, true, 'the notes say they are notes');
       t.notOk(elements[4]!.metadata.speaker_notes);
+      const [chart, logo] = elements.filter((element) => element.type === 'image');
+      t.match(chart, { metadata: { content_type: 'image/png' }, content_url: /\/content$/ }, 'a picture keeps its bytes');
+      const picture = await app.inject({ url: chart!.content_url!, headers: admin });
+      t.equal(picture.statusCode, 200);
+      t.same(picture.rawPayload, buildPng(), 'the picture as it was in the deck');
+      t.match(logo, { metadata: { content_type: 'image/x-emf' }, content_url: null }, 'an EMF drawing keeps its element, not its bytes');
 
       const query = await app.inject({ method: 'POST', url: '/v1/collections/decks/query', headers: admin, payload: { query: 'dredging contract', search_mode: 'keyword', filters: { slides: 3 } } });
       t.equal(query.statusCode, 200, query.body);
@@ -93,6 +104,24 @@ for (const backend of testBackends()) {
       t.equal(failed.status, 'failed');
       t.match(failed.error, /^parsing failed: PPTX zip container: the archive is truncated or damaged \(/);
       assertError(t, await upload('photo.pptx', buildPng(), 'image/png'), 415, /"photo\.pptx" is PNG data \(image\/png\) by its content; supported: .*\.pptx/, 'a picture');
+
+      // Declared a presentation by its content types, holding none.
+      const declaredOnly = buildZip([{ name: '[Content_Types].xml', data: Buffer.from('<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Override PartName="/ppt/presentation.xml" ContentType="application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"/></Types>') }]);
+      const empty = await upload('empty.pptx', declaredOnly);
+      t.equal(empty.statusCode, 202, empty.body);
+      await waitForIngestion(app, 'decks', admin);
+      t.match((await app.inject({ url: `/v1/collections/decks/documents/${empty.json().id}`, headers: admin })).json(), {
+        status: 'failed', error: 'parsing failed: PPTX: the archive holds no presentation (ppt/presentation.xml)',
+      }, 'a package without a presentation');
+    });
+
+    await t.test('a deck without its slide list is read in the order of its slide files', async (t) => {
+      const titled = (text: string) => ({ shapes: [{ kind: 'title' as const, lines: [{ text }] }] });
+      const created = await upload('unlisted.pptx', buildPptx({ withoutPresentation: true, slides: [titled('Opening'), titled('Closing')] }));
+      t.equal(created.statusCode, 202, created.body);
+      await waitForIngestion(app, 'decks', admin);
+      const elements = (await app.inject({ url: `/v1/collections/decks/documents/${created.json().id}/elements`, headers: admin })).json().data as Element[];
+      t.same(elements.map((element) => [element.page, element.text]), [[1, 'Opening'], [2, 'Closing']]);
     });
   });
 }

@@ -5,6 +5,7 @@
  */
 import t from 'tap';
 import writeXlsxFile from 'write-excel-file/node';
+import { buildZip } from '../support/document-fixtures.js';
 import { adminTestApp, createTestCollection, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
 
 const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
@@ -68,6 +69,16 @@ for (const backend of testBackends()) {
       const failed = (await app.inject({ url: `/v1/collections/sheets/documents/${truncated.json().id}`, headers: admin })).json();
       t.equal(failed.status, 'failed');
       t.match(failed.error, /^parsing failed: XLSX zip container: the archive is truncated or damaged \(/);
+
+      const broken = await upload('broken.xlsx', buildZip([
+        { name: '[Content_Types].xml', data: Buffer.from('<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/></Types>') },
+        { name: 'xl/workbook.xml', data: Buffer.from('<workbook>never closed') },
+      ]));
+      t.equal(broken.statusCode, 202, broken.body);
+      await waitForIngestion(app, 'sheets', admin);
+      const unreadable = (await app.inject({ url: `/v1/collections/sheets/documents/${broken.json().id}`, headers: admin })).json();
+      t.equal(unreadable.status, 'failed');
+      t.match(unreadable.error, /^parsing failed: XLSX content: ./, 'a workbook the reader cannot make sense of');
     });
   });
 }

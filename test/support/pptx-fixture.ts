@@ -3,7 +3,7 @@
  * titles and bodies, bullet levels, a table in a graphic frame, a notes page per slide), so the
  * parser is tested on the structure real decks have.
  */
-import { buildZip } from './document-fixtures.js';
+import { buildZip, type ZipEntry } from './document-fixtures.js';
 
 const NAMESPACES = 'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
   + 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
@@ -25,7 +25,9 @@ export type PptxShape =
   | { kind: 'textBox'; lines: PptxLine[] }
   /** A text box written as a newer PowerPoint writes some shapes: once for newer readers, once as a fallback. */
   | { kind: 'alternateContent'; lines: PptxLine[] }
-  | { kind: 'table'; rows: string[][]; headerRow: boolean };
+  | { kind: 'table'; rows: string[][]; headerRow: boolean }
+  /** A picture, stored as ppt/media/<name>, with the description PowerPoint keeps as its alt text. */
+  | { kind: 'picture'; name: string; data: Buffer; description: string };
 
 export interface PptxSlide {
   shapes: PptxShape[];
@@ -38,6 +40,8 @@ export interface PptxOptions {
   order?: number[];
   /** docProps/core.xml title and creator. */
   title?: string;
+  /** Leaves out ppt/presentation.xml and its relationships, as some exporting tools do. */
+  withoutPresentation?: boolean;
   creator?: string;
 }
 
@@ -45,7 +49,14 @@ function paragraphs(lines: PptxLine[]): string {
   return lines.map((line) => `<a:p>${line.level ? `<a:pPr lvl="${line.level}"/>` : ''}<a:r><a:rPr lang="en-GB"/><a:t>${escapeXml(line.text)}</a:t></a:r></a:p>`).join('');
 }
 
+/** The relationship id a slide's picture is linked by. */
+const pictureRelationship = (id: number) => `rIdPicture${id}`;
+
 function shapeXml(shape: PptxShape, id: number): string {
+  if (shape.kind === 'picture') {
+    return `<p:pic><p:nvPicPr><p:cNvPr id="${id}" name="Picture ${id}" descr="${escapeXml(shape.description)}"/><p:cNvPicPr><a:picLocks noChangeAspect="1"/></p:cNvPicPr><p:nvPr/></p:nvPicPr>`
+      + `<p:blipFill><a:blip r:embed="${pictureRelationship(id)}"/><a:stretch><a:fillRect/></a:stretch></p:blipFill><p:spPr/></p:pic>`;
+  }
   if (shape.kind === 'alternateContent') {
     const textBox = shapeXml({ kind: 'textBox', lines: shape.lines }, id);
     return '<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006">'
@@ -94,7 +105,7 @@ export function buildPptx(options: PptxOptions): Buffer {
     + `${order.map((file, index) => `<p:sldId id="${256 + index}" r:id="rId${file + 1}"/>`).join('')}</p:sldIdLst><p:sldSz cx="12192000" cy="6858000"/></p:presentation>`;
   const core = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
     + `${options.title !== undefined ? `<dc:title>${escapeXml(options.title)}</dc:title>` : ''}${options.creator !== undefined ? `<dc:creator>${escapeXml(options.creator)}</dc:creator>` : ''}</cp:coreProperties>`;
-  const entries = [
+  const entries: ZipEntry[] = [
     { name: '[Content_Types].xml', data: Buffer.from(contentTypes) },
     { name: '_rels/.rels', data: Buffer.from(relationships([{ id: 'rId1', type: 'officeDocument', target: 'ppt/presentation.xml' }])) },
     { name: 'docProps/core.xml', data: Buffer.from(core) },
@@ -103,13 +114,21 @@ export function buildPptx(options: PptxOptions): Buffer {
       name: 'ppt/_rels/presentation.xml.rels',
       data: Buffer.from(relationships(options.slides.map((_, index) => ({ id: `rId${index + 2}`, type: 'slide', target: `slides/slide${index + 1}.xml` })))),
     },
-  ];
+  ].filter((entry) => !options.withoutPresentation || !entry.name.startsWith('ppt/'));
   options.slides.forEach((slide, index) => {
     const number = index + 1;
     entries.push({ name: `ppt/slides/slide${number}.xml`, data: Buffer.from(slideXml(slide)) });
-    if (slide.notes === undefined) return;
-    entries.push({ name: `ppt/slides/_rels/slide${number}.xml.rels`, data: Buffer.from(relationships([{ id: 'rId2', type: 'notesSlide', target: `../notesSlides/notesSlide${number}.xml` }])) });
-    entries.push({ name: `ppt/notesSlides/notesSlide${number}.xml`, data: Buffer.from(notesXml(slide.notes, order.indexOf(number) + 1)) });
+    const links: Array<{ id: string; type: string; target: string }> = [];
+    slide.shapes.forEach((shape, shapeIndex) => {
+      if (shape.kind !== 'picture') return;
+      links.push({ id: pictureRelationship(shapeIndex + 2), type: 'image', target: `../media/${shape.name}` });
+      entries.push({ name: `ppt/media/${shape.name}`, data: shape.data });
+    });
+    if (slide.notes !== undefined) {
+      links.push({ id: 'rId2', type: 'notesSlide', target: `../notesSlides/notesSlide${number}.xml` });
+      entries.push({ name: `ppt/notesSlides/notesSlide${number}.xml`, data: Buffer.from(notesXml(slide.notes, order.indexOf(number) + 1)) });
+    }
+    if (links.length > 0) entries.push({ name: `ppt/slides/_rels/slide${number}.xml.rels`, data: Buffer.from(relationships(links)) });
   });
   return buildZip(entries);
 }

@@ -15,10 +15,9 @@ import type { ParsedDocument, Parser, ParserInput, PluginDefinition } from '../.
 import { DocumentParseError, reasonOf } from '../../../src/parsing/document-parse-error.js';
 import { htmlToElements, type ResolvedImage } from '../../../src/parsing/html-elements.js';
 import { CORE_PROPERTIES_ENTRY, coreProperties, coreProperty } from '../../../src/parsing/office-core-properties.js';
+import { PORTABLE_IMAGE_TYPES } from '../../../src/parsing/portable-image-types.js';
 import { inspectZipArchive, officeDocumentLimits } from '../../../src/parsing/zip-inspection.js';
 
-/** Picture formats browsers and vision models read; others (EMF, WMF, TIFF) keep their element without bytes. */
-const portableImageTypes = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 /** Word's own "Title" and "Subtitle" styles are headings of the document, not body text. */
 const styleMap = ["p[style-name='Title'] => h1:fresh", "p[style-name='Subtitle'] => h2:fresh"];
 const imageSourcePrefix = 'docx-image:';
@@ -59,7 +58,7 @@ async function parseDocx(data: Buffer): Promise<ParsedDocument> {
     const captured = src.startsWith(imageSourcePrefix) ? images[Number(src.slice(imageSourcePrefix.length))] : undefined;
     if (!captured) return undefined;
     const metadata = { content_type: captured.contentType };
-    return portableImageTypes.has(captured.contentType) ? { image: captured, metadata } : { metadata };
+    return PORTABLE_IMAGE_TYPES.has(captured.contentType) ? { image: captured, metadata } : { metadata };
   };
   const parsed = htmlToElements(html, { resolveImage });
   const coreXml = kept.get(CORE_PROPERTIES_ENTRY)?.toString('utf8');

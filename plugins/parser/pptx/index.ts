@@ -1,8 +1,9 @@
 /**
  * The `pptx` parser: PowerPoint presentations. Each slide, in the deck's order, gives its title (a
  * heading), its text boxes (a paragraph each, or a list where a box holds several bulleted lines),
- * its tables (a first row marked as the header row is the table's header) and then its speaker
- * notes (metadata `speaker_notes: true`), every element with `page` = the slide's number, so a
+ * its tables (a first row marked as the header row is the table's header), its pictures (`image`
+ * elements with their description as text, captioned in multimodal collections) and then its
+ * speaker notes (metadata `speaker_notes: true`), every element with `page` = the slide's number, so a
  * result can say "slide 7". Date, footer and slide-number placeholders are left out: they repeat
  * on every slide.
  *
@@ -19,13 +20,29 @@ import { DomUtils, parseDocument } from 'htmlparser2';
 import type { DocumentElement, ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { DocumentParseError } from '../../../src/parsing/document-parse-error.js';
 import { collapseWhitespace } from '../../../src/parsing/document-properties.js';
-import { htmlToElements } from '../../../src/parsing/html-elements.js';
+import { htmlToElements, type ResolvedImage } from '../../../src/parsing/html-elements.js';
 import { CORE_PROPERTIES_ENTRY, coreProperties, coreProperty } from '../../../src/parsing/office-core-properties.js';
+import { PORTABLE_IMAGE_TYPES } from '../../../src/parsing/portable-image-types.js';
 import { inspectZipArchive, officeDocumentLimits } from '../../../src/parsing/zip-inspection.js';
 
 const PRESENTATION_ENTRY = 'ppt/presentation.xml';
 const PRESENTATION_RELATIONSHIPS_ENTRY = 'ppt/_rels/presentation.xml.rels';
 const keptEntry = /^(?:ppt\/(?:slides|notesSlides)\/(?:_rels\/)?[^/]+\.xml(?:\.rels)?|ppt\/presentation\.xml|ppt\/_rels\/presentation\.xml\.rels|docProps\/core\.xml)$/;
+const MEDIA_SOURCE_PREFIX = 'pptx-media:';
+/** Pictures by their file's extension, as PowerPoint names them in ppt/media/. */
+const pictureTypes: Record<string, string> = {
+  png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp',
+  emf: 'image/x-emf', wmf: 'image/x-wmf', tif: 'image/tiff', tiff: 'image/tiff', svg: 'image/svg+xml',
+};
+
+function pictureType(partName: string): string {
+  return pictureTypes[path.extname(partName).slice(1).toLowerCase()] ?? 'application/octet-stream';
+}
+
+/** Slide parts, and the pictures whose bytes an element can carry (other media, videos included, stay unread). */
+function isKeptEntry(name: string): boolean {
+  return keptEntry.test(name) || (name.startsWith('ppt/media/') && PORTABLE_IMAGE_TYPES.has(pictureType(name)));
+}
 
 type XmlNode = ReturnType<typeof parseDocument>;
 type XmlElement = ReturnType<typeof DomUtils.getElementsByTagName>[number];
@@ -115,14 +132,29 @@ function parseSlidePart(xml: string): XmlNode {
   return document;
 }
 
-/** A slide's title and the HTML of the rest of its text, shapes and tables in the order the slide lists them. */
-function slideContent(slideXml: string): SlideContent {
+/** A picture as an <img> whose src names its part in the archive; its alt text is the description PowerPoint keeps for it. */
+function pictureHtml(picture: XmlElement, relationships: Map<string, { type: string; target: string }>): string {
+  const embedded = descendantsNamed(picture, 'a:blip')[0]?.attribs['r:embed'];
+  const target = embedded === undefined ? undefined : relationships.get(embedded)?.target;
+  if (target === undefined) return '';
+  const properties = descendantsNamed(picture, 'p:cNvPr')[0]?.attribs;
+  const description = properties?.descr ?? properties?.title ?? '';
+  return `<img src="${escapeHtml(MEDIA_SOURCE_PREFIX + target)}" alt="${escapeHtml(description).replace(/"/g, '&quot;')}">`;
+}
+
+/** A slide's title and the HTML of the rest of its text, shapes, tables and pictures in the order the slide lists them. */
+function slideContent(slideXml: string, relationships: Map<string, { type: string; target: string }>): SlideContent {
   const document = parseSlidePart(slideXml);
   let title: string | undefined;
   let html = '';
-  for (const shape of DomUtils.findAll((element) => element.name === 'p:sp' || element.name === 'a:tbl', document.children)) {
+  const shapeNames = new Set(['p:sp', 'a:tbl', 'p:pic']);
+  for (const shape of DomUtils.findAll((element) => shapeNames.has(element.name), document.children)) {
     if (shape.name === 'a:tbl') {
       html += tableHtml(shape);
+      continue;
+    }
+    if (shape.name === 'p:pic') {
+      html += pictureHtml(shape, relationships);
       continue;
     }
     const type = placeholderType(shape);
@@ -180,20 +212,27 @@ function slideOrder(parts: Map<string, Buffer>): string[] {
 
 async function parsePptx(data: Buffer): Promise<ParsedDocument> {
   if (data.length === 0) throw new DocumentParseError('PPTX', 'the file is empty');
-  const parts = await inspectZipArchive(data, 'PPTX', officeDocumentLimits, (name) => keptEntry.test(name));
+  const parts = await inspectZipArchive(data, 'PPTX', officeDocumentLimits, isKeptEntry);
+  const resolveImage = (src: string): ResolvedImage | undefined => {
+    if (!src.startsWith(MEDIA_SOURCE_PREFIX)) return undefined;
+    const partName = src.slice(MEDIA_SOURCE_PREFIX.length);
+    const metadata = { content_type: pictureType(partName) };
+    const bytes = parts.get(partName);
+    return bytes ? { image: { data: bytes, contentType: metadata.content_type }, metadata } : { metadata };
+  };
   const slides = slideOrder(parts);
   if (slides.length === 0 && !parts.has(PRESENTATION_ENTRY)) throw new DocumentParseError('PPTX', 'the archive holds no presentation (ppt/presentation.xml)');
   const elements: DocumentElement[] = [];
   let firstSlideTitle: string | undefined;
   slides.forEach((slideName, index) => {
     const page = index + 1;
-    const { title, html } = slideContent(parts.get(slideName)!.toString('utf8'));
+    const relationships = relationshipTargets(parts.get(relationshipsEntryOf(slideName))?.toString('utf8'), slideName);
+    const { title, html } = slideContent(parts.get(slideName)!.toString('utf8'), relationships);
     firstSlideTitle ??= title;
     const headingPath = title === undefined ? [] : [title];
     if (title !== undefined) elements.push({ type: 'heading', level: 1, text: title, headingPath, page });
-    for (const element of htmlToElements(html).elements) elements.push({ ...element, headingPath, page });
-    const notes = [...relationshipTargets(parts.get(relationshipsEntryOf(slideName))?.toString('utf8'), slideName).values()]
-      .find((relationship) => relationship.type.endsWith('/notesSlide'));
+    for (const element of htmlToElements(html, { resolveImage }).elements) elements.push({ ...element, headingPath, page });
+    const notes = [...relationships.values()].find((relationship) => relationship.type.endsWith('/notesSlide'));
     const notesXml = notes ? parts.get(notes.target)?.toString('utf8') : undefined;
     if (notesXml === undefined) return;
     for (const element of htmlToElements(notesHtml(notesXml)).elements) {
@@ -220,6 +259,6 @@ const pptxParser: Parser = {
 export const pptxParserPlugin: PluginDefinition<'parser'> = {
   kind: 'parser',
   name: 'pptx',
-  description: 'PowerPoint (.pptx): slide titles, text, bulleted lists, tables and speaker notes, each with its slide number; zip bombs and damaged archives refused before decompression',
+  description: 'PowerPoint (.pptx): slide titles, text, bulleted lists, tables, pictures and speaker notes, each with its slide number; zip bombs and damaged archives refused before decompression',
   create: () => pptxParser,
 };
