@@ -46,10 +46,10 @@ for (const backend of testBackends()) {
 
       const elements = (await app.inject({ url: `/v1/collections/sheets/documents/${id}/elements`, headers: admin })).json().data as Element[];
       t.same(elements.map((element) => [element.type, element.text, element.heading_path]), [
-        ['heading', 'Vessels', ['Vessels']],
+        ['heading', 'Vessels', []],
         ['table', 'Vessel: Morning Star\nLength (m): 142.5\nCommissioned: 2019-03-01\nIn service: true', ['Vessels']],
         ['table', 'Vessel: Tern\nLength (m): 38\nCommissioned: 2024-11-05\nIn service: false', ['Vessels']],
-        ['heading', 'Notes', ['Notes']],
+        ['heading', 'Notes', []],
         ['table', 'Note: Dredging of berth 3 starts in March.', ['Notes']],
         ['table', 'Note: The Tern is laid up for repairs.', ['Notes']],
       ]);

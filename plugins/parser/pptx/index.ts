@@ -230,7 +230,8 @@ async function parsePptx(data: Buffer): Promise<ParsedDocument> {
     const { title, html } = slideContent(parts.get(slideName)!.toString('utf8'), relationships);
     firstSlideTitle ??= title;
     const headingPath = title === undefined ? [] : [title];
-    if (title !== undefined) elements.push({ type: 'heading', level: 1, text: title, headingPath, page });
+    // A heading's path holds the headings above it, not itself.
+    if (title !== undefined) elements.push({ type: 'heading', level: 1, text: title, headingPath: [], page });
     for (const element of htmlToElements(html, { resolveImage }).elements) elements.push({ ...element, headingPath, page });
     const notes = [...relationships.values()].find((relationship) => relationship.type.endsWith('/notesSlide'));
     const notesXml = notes ? parts.get(notes.target)?.toString('utf8') : undefined;

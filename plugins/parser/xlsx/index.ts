@@ -44,7 +44,7 @@ async function parseXlsx(data: Buffer): Promise<ParsedDocument> {
     const cells = rows.map((row) => row.map(cellText)).filter((row) => row.some((cell) => cell.length > 0));
     if (cells.length === 0) continue;
     const table = tableRowElements(cells, [sheet], { sheet });
-    elements.push({ type: 'heading', level: 1, text: sheet, headingPath: [sheet] }, ...table.elements);
+    elements.push({ type: 'heading', level: 1, text: sheet, headingPath: [] }, ...table.elements);
     sheetNames.push(sheet);
     rowCount += table.rows;
   }
