@@ -2,6 +2,7 @@
 import type { PluginDefinition } from '../../src/plugins.js';
 import { csvParserPlugin } from './csv/index.js';
 import { docxParserPlugin } from './docx/index.js';
+import { emailParserPlugin } from './email/index.js';
 import { htmlParserPlugin } from './html/index.js';
 import { jsonParserPlugin } from './json/index.js';
 import { markdownParserPlugin } from './markdown/index.js';
@@ -11,5 +12,5 @@ import { textParserPlugin } from './text/index.js';
 import { xlsxParserPlugin } from './xlsx/index.js';
 
 export const builtInParsers: ReadonlyArray<PluginDefinition<'parser'>> = [
-  textParserPlugin, markdownParserPlugin, htmlParserPlugin, pdfParserPlugin, docxParserPlugin, pptxParserPlugin, xlsxParserPlugin, csvParserPlugin, jsonParserPlugin,
+  textParserPlugin, markdownParserPlugin, htmlParserPlugin, pdfParserPlugin, docxParserPlugin, pptxParserPlugin, xlsxParserPlugin, csvParserPlugin, jsonParserPlugin, emailParserPlugin,
 ];

@@ -6,7 +6,8 @@
  * 1. Empty content is refused (400): there is nothing to index.
  * 2. A binary signature found by file-type (magic bytes) decides: a PDF named notes.txt is read
  *    as PDF; a zip holding word/document.xml is a DOCX; an image, archive or executable is refused
- *    (415) whatever its name. A zip whose head does not show its entries (a truncated DOCX) keeps
+ *    (415) whatever its name. A zip whose head does not show its entries (a truncated DOCX, PPTX
+ *    or XLSX) keeps
  *    the zip-based format its name claims, so the parser can say what is wrong with it. Some
  *    signatures are one or two bytes (an MPEG transport stream is "G" at offsets 0 and 188), which
  *    prose matches: content without a binary byte, named or declared as text, stays text.
@@ -50,7 +51,11 @@ export const UPLOAD_SAMPLE_BYTES = 64 * 1024;
 const docxType = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 /** The zip end-of-central-directory signature, within the last 64 KB + 22 bytes of an archive. */
 const endOfCentralDirectory = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
-const zipBasedTypes = new Set([docxType]);
+const zipBasedTypes = new Set([
+  docxType,
+  'application/vnd.openxmlformats-officedocument.presentationml.presentation',
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+]);
 /** file-type also recognises some text formats; those are judged as text. */
 const textualDetections = new Set(['xml', 'vtt', 'ics', 'vcf', 'reg']);
 /** Declared types that say nothing about the content. */
@@ -60,7 +65,8 @@ function baseType(contentType: string | undefined): string {
   return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
 }
 
-const isTextType = (type: string) => type.startsWith('text/') || /[/+](?:json|x-ndjson|jsonl|x-jsonlines|xml|csv)$/.test(type) || type === 'application/xhtml+xml';
+const isTextType = (type: string) => type.startsWith('text/') || /[/+](?:json|x-ndjson|jsonl|x-jsonlines|xml|csv)$/.test(type)
+  || type === 'application/xhtml+xml' || type === 'message/rfc822';
 
 /** Extensions whose parser reads more than one format: the type recorded is the one the name says, not the parser's first. */
 const typeOfExtension: Readonly<Record<string, string>> = {

@@ -48,6 +48,7 @@ t.test('binary formats are recognised by their magic bytes, whatever the name sa
   const xlsx = await writeXlsxFile([[{ value: 'Berth' }], [{ value: 4 }]]).toBuffer();
   t.same(await choose('berths.xlsx', xlsx), ['xlsx', XLSX_TYPE]);
   t.same(await choose('berths.bin', xlsx, 'application/octet-stream'), ['xlsx', XLSX_TYPE], 'a workbook by its content');
+  t.same(await choose('cut.pptx', pptx.subarray(0, 20)), ['pptx', PPTX_TYPE], 'a zip-based format cut before its entries keeps its name, so the parser explains');
 });
 
 t.test('prose that matches a one-byte signature stays text when its name says text', async (t) => {
@@ -69,11 +70,12 @@ t.test('unsupported binary data is refused with 415 naming the supported types',
     'a whole zip without word/document.xml is not a DOCX');
   t.match(await refusal('blob.txt', randomBytes(4096), 'text/plain'), [415, /"blob\.txt" holds binary data of no supported format/], 'random bytes named .txt');
   t.match(await refusal('empty.md', ''), [400, 'File "empty.md" is empty: there is nothing to index']);
-  t.equal(supportedTypesDescription(parsers).split(' (')[0], '.txt, .text, .log, .md, .markdown, .mdx, .html, .htm, .xhtml, .pdf, .docx, .pptx, .xlsx, .csv, .tsv, .tab, .json, .jsonl, .ndjson');
+  t.equal(supportedTypesDescription(parsers).split(' (')[0], '.txt, .text, .log, .md, .markdown, .mdx, .html, .htm, .xhtml, .pdf, .docx, .pptx, .xlsx, .csv, .tsv, .tab, .json, .jsonl, .ndjson, .eml');
 });
 
 t.test('text: the name picks among text formats; the content decides when the name does not', async (t) => {
   t.same(await choose('data.json', sampleJson), ['json', 'application/json']);
+  t.same(await choose('message', 'From: ada@harbour.example\r\nSubject: Tides\r\n\r\nHigh water at six.', 'message/rfc822'), ['email', 'message/rfc822'], 'an email by its declared type');
   t.same(await choose('notes.txt', sampleJson, 'text/plain'), ['text', 'text/plain'], 'JSON text named .txt stays text: weak signatures never override a name');
   t.same(await choose('page.txt', '<!DOCTYPE html><html><body><p>x</p></body></html>'), ['html', 'text/html'], 'HTML markup overrides a text name');
   t.same(await choose('readme.md', '\uFEFF<html lang="en"><p>x</p></html>'), ['html', 'text/html']);

@@ -1,0 +1,103 @@
+/**
+ * Saved email messages (.eml) through the API: subject, sender, recipients and date are read
+ * (encoded headers and bodies decoded), the plain-text body preferred over the HTML one,
+ * attachments named; a message with only an HTML body is read as a web page.
+ */
+import t from 'tap';
+import { adminTestApp, createTestCollection, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
+
+interface Element { type: string; text: string; heading_path: string[] }
+
+/** Multipart: a plain-text and an HTML body, a PDF attachment; the subject encoded as RFC 2047 words, the text as quoted-printable. */
+const DREDGING_MAIL = [
+  'From: "Ada Lovelace" <ada@harbour.example>',
+  'To: Port Board <board@harbour.example>, pilots@harbour.example',
+  'Cc: Grace Hopper <grace@harbour.example>',
+  `Subject: =?UTF-8?B?${Buffer.from('Dredging of berth 3 – schedule').toString('base64')}?=`,
+  'Date: Tue, 03 Mar 2026 09:15:00 +0100',
+  'Message-ID: <dredging-1@harbour.example>',
+  'MIME-Version: 1.0',
+  'Content-Type: multipart/mixed; boundary="outer"',
+  '',
+  '--outer',
+  'Content-Type: multipart/alternative; boundary="inner"',
+  '',
+  '--inner',
+  'Content-Type: text/plain; charset=utf-8',
+  'Content-Transfer-Encoding: quoted-printable',
+  '',
+  'Dredging of berth 3 starts on 16 March and lasts three weeks =E2=80=93 ferries=',
+  ' move to the north quay.',
+  '',
+  'The contractor asks for a pilot on each tow.',
+  '--inner',
+  'Content-Type: text/html; charset=utf-8',
+  '',
+  '<html><body><table><tr><td><p>Dredging of berth 3 starts on 16 March.</p></td></tr></table></body></html>',
+  '--inner--',
+  '--outer',
+  'Content-Type: application/pdf; name="schedule.pdf"',
+  'Content-Disposition: attachment; filename="schedule.pdf"',
+  'Content-Transfer-Encoding: base64',
+  '',
+  Buffer.from('%PDF-1.4 not read').toString('base64'),
+  '--outer--',
+  '',
+].join('\r\n');
+
+const HTML_ONLY_MAIL = [
+  'From: newsletter@harbour.example',
+  'Subject: Harbour news',
+  'Content-Type: text/html; charset=utf-8',
+  '',
+  '<html><body><h2>Tides</h2><p>Spring tides peak on Friday.</p><script>track()</script></body></html>',
+  '',
+].join('\r\n');
+
+for (const backend of testBackends()) {
+  t.test(backend, async (t) => {
+    const { app, admin } = await adminTestApp(t, backend);
+    await createTestCollection(app, admin, { name: 'mail' });
+
+    await t.test('a message: subject, people and date, the plain-text body, attachments named', async (t) => {
+      const created = await uploadDocument(app, admin, 'mail', { filename: 'dredging.eml', content: DREDGING_MAIL, contentType: 'message/rfc822' });
+      t.equal(created.statusCode, 202, created.body);
+      const untyped = await uploadDocument(app, admin, 'mail', { filename: 'news.eml', content: HTML_ONLY_MAIL, contentType: 'application/octet-stream' });
+      t.equal(untyped.statusCode, 202, untyped.body);
+      t.equal(untyped.json().content_type, 'message/rfc822', 'known by its extension');
+      const documents = await waitForIngestion(app, 'mail', admin);
+      t.same(documents.map((document) => document.status), ['ready', 'ready'], JSON.stringify(documents.map((document) => document.error)));
+
+      const id = created.json().id as string;
+      const document = (await app.inject({ url: `/v1/collections/mail/documents/${id}`, headers: admin })).json();
+      t.equal(document.title, 'Dredging of berth 3 – schedule', 'the encoded subject, decoded');
+      t.same(document.source_metadata, {
+        author: 'Ada Lovelace <ada@harbour.example>',
+        created_at: '2026-03-03T08:15:00.000Z',
+        to: ['Port Board <board@harbour.example>', 'pilots@harbour.example'],
+        cc: ['Grace Hopper <grace@harbour.example>'],
+        message_id: '<dredging-1@harbour.example>',
+        attachments: ['schedule.pdf'],
+      });
+      const elements = (await app.inject({ url: `/v1/collections/mail/documents/${id}/elements`, headers: admin })).json().data as Element[];
+      const subjectPath = ['Dredging of berth 3 – schedule'];
+      t.same(elements.map((element) => [element.type, element.text, element.heading_path]), [
+        ['heading', 'Dredging of berth 3 – schedule', []],
+        ['paragraph', 'From: Ada Lovelace <ada@harbour.example>\nTo: Port Board <board@harbour.example>, pilots@harbour.example\nCc: Grace Hopper <grace@harbour.example>\nDate: 2026-03-03T08:15:00.000Z', subjectPath],
+        ['paragraph', 'Dredging of berth 3 starts on 16 March and lasts three weeks – ferries move to the north quay.', subjectPath],
+        ['paragraph', 'The contractor asks for a pilot on each tow.', subjectPath],
+      ], 'the plain-text body, quoted-printable decoded; the HTML copy of it left out');
+
+      const query = await app.inject({ method: 'POST', url: '/v1/collections/mail/query', headers: admin, payload: { query: 'mail from Grace about dredging', search_mode: 'keyword' } });
+      t.equal(query.json().results[0]?.document_id, id, 'found by who sent and received it');
+
+      const newsElements = (await app.inject({ url: `/v1/collections/mail/documents/${untyped.json().id}/elements`, headers: admin })).json().data as Element[];
+      t.same(newsElements.map((element) => [element.type, element.text, element.heading_path]), [
+        ['heading', 'Harbour news', []],
+        ['paragraph', 'From: newsletter@harbour.example', ['Harbour news']],
+        ['heading', 'Tides', ['Harbour news']],
+        ['paragraph', 'Spring tides peak on Friday.', ['Harbour news', 'Tides']],
+      ], 'an HTML-only message is read as a web page, scripts dropped');
+    });
+  });
+}
