@@ -8,6 +8,7 @@ import {
 import { takeBackWrittenParts } from './written-parts.js';
 import { FailedJobRecorder, willRetry, type DocumentTold } from './failed-jobs.js';
 import type { DiskSpaceGuard } from '../storage/disk-space.js';
+import { DiskSpaceWaitLog } from './disk-space-wait-log.js';
 
 const IDLE_POLL_MS = 1000;
 /** Beats per job lease (job-queue.ts), so a live worker never loses its jobs to a late beat. */
@@ -57,8 +58,7 @@ export class IngestionWorker {
   private readonly sleepers = new Set<() => void>();
   /** Whether the last claim failed, so that a run of failures is logged once. */
   private claimsFailing = false;
-  /** Whether claims wait for disk space, so that the wait is logged once. */
-  private waitingForDiskSpace = false;
+  private readonly diskSpaceWaitLog: DiskSpaceWaitLog;
   /** Disk space the loops' claims in progress may still take (STORED_BYTES_PER_ORIGINAL_BYTE): not free for the next claim. */
   private reservedBytes = 0;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -77,6 +77,7 @@ export class IngestionWorker {
     private readonly diskSpace: DiskSpaceGuard | null,
   ) {
     this.failedJobs = new FailedJobRecorder(queue, runtime, sql, logger, providerOutageWaitMs);
+    this.diskSpaceWaitLog = new DiskSpaceWaitLog(logger);
   }
 
   async start(options: { requeueAllRunning: boolean }): Promise<void> {
@@ -186,13 +187,11 @@ export class IngestionWorker {
   }
 
   /**
-   * Waits a while for space to be freed. Said once per wait, in the log and in the queued
-   * documents' progress: they said only "waiting for a worker".
+   * Waits a while for space to be freed. Said in the log (see DiskSpaceWaitLog) and, once per
+   * wait, in the queued documents' progress: they said only "waiting for a worker".
    */
   private async waitForDiskSpace(shortage: string): Promise<void> {
-    if (!this.waitingForDiskSpace) {
-      this.waitingForDiskSpace = true;
-      this.logger.warn(`${shortage}: ingestion waits until space is freed`);
+    if (this.diskSpaceWaitLog.waiting(shortage)) {
       await this.queue.tellQueuedWhyTheyWait(WAITING_FOR_DISK_SPACE)
         .catch((error: unknown) => this.logger.warn({ err: error }, 'could not tell the queued documents that they wait for disk space'));
     }
@@ -244,8 +243,7 @@ export class IngestionWorker {
       for (const job of jobs) this.held.add(job.id);
       const { fitting, reservedBytes } = await this.withinDiskRoom(jobs);
       if (fitting.length === 0) continue;
-      if (this.waitingForDiskSpace) this.logger.info('there is disk space again: ingestion goes on');
-      this.waitingForDiskSpace = false;
+      this.diskSpaceWaitLog.ended();
       try {
         await this.runClaim(fitting);
       } finally {

@@ -138,6 +138,42 @@ for (const backend of testBackends()) {
       });
     }
 
+    if (backend === 'pglite') {
+      await t.test('near the margin, as each document takes the room another freed, the log says once that ingestion waits', async (t) => {
+        const MB = 1024 * 1024;
+        // Room for `allowance` documents more than are ingested: each needs 1.6 MB (16 × 100 KB), two do not fit in 2 MB.
+        let allowance = 1000;
+        const { lines, stream } = logLines();
+        const ctx = await buildTestApp(backend, { minFreeDiskBytes: MB, embeddedVacuumIntervalMs: 0 }, {
+          startWorkers: false,
+          logStream: stream,
+          readDiskFreeBytes: async () => {
+            const [row] = await ctx.services.sql<{ ready: string | number }>("select count(*) as ready from documents where status = 'ready'");
+            return MB + (allowance - Number(row!.ready)) * 2 * MB;
+          },
+        });
+        t.teardown(() => ctx.close());
+        const { app } = ctx;
+        const admin = { cookie: await setupAdmin(app) };
+        await createTestCollection(app, admin, { name: 'margin' });
+        for (let index = 0; index < 4; index++) {
+          const upload = multipartUpload([{ filename: `log-${index}.txt`, content: `Log ${index}. ${'The tide turned at the harbour mouth. '.repeat(2800)}`, contentType: 'text/plain' }]);
+          const created = await app.inject({ method: 'POST', url: '/v1/collections/margin/documents', headers: { ...admin, ...upload.headers }, payload: upload.payload });
+          t.equal(created.statusCode, 202, created.body);
+        }
+        allowance = 1;
+        await ctx.services.start();
+        // Room for one more document every 1.5 s.
+        const grants = setInterval(() => { allowance += 1; }, 1500);
+        t.teardown(() => clearInterval(grants));
+        const documents = await waitForIngestion(app, 'margin', admin, 30_000);
+        t.same(documents.map((document) => document.status), ['ready', 'ready', 'ready', 'ready']);
+        const said = lines.map((line) => line.msg ?? '');
+        t.equal(said.filter((message) => /ingestion waits until space is freed$/.test(message)).length, 1, 'waiting said once (it was once a document)');
+        t.equal(said.filter((message) => message === 'there is disk space again: ingestion goes on').length, 1, 'going on said once');
+      });
+    }
+
     // On PostgreSQL (with pgvector) ingestion writes nothing to DATA_DIR, so its disk does not hold it back.
     const ingestionFillsDataDir = backend === 'pglite';
     await t.test(ingestionFillsDataDir ? 'ingestion waits while the disk is nearly full, saying so once, and goes on when there is room' : 'ingestion, which writes to PostgreSQL, goes on while DATA_DIR\'s disk is nearly full', async (t) => {
