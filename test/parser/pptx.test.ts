@@ -115,6 +115,14 @@ for (const backend of testBackends()) {
       }, 'a package without a presentation');
     });
 
+    await t.test('a bullet level beyond DrawingML\'s range is read as its deepest level', async (t) => {
+      const created = await upload('deep.pptx', buildPptx({ slides: [{ shapes: [{ kind: 'body', lines: [{ text: 'Top' }, { text: 'Far down', level: 1e9 }] }] }] }));
+      t.equal(created.statusCode, 202, created.body);
+      await waitForIngestion(app, 'decks', admin, 20_000);
+      const elements = (await app.inject({ url: `/v1/collections/decks/documents/${created.json().id}/elements`, headers: admin })).json().data as Element[];
+      t.same(elements.map((element) => element.text), [`- Top\n${'  '.repeat(8)}- Far down`], 'nine levels at most (0-8), as PowerPoint has');
+    });
+
     await t.test('a deck without its slide list is read in the order of its slide files', async (t) => {
       const titled = (text: string) => ({ shapes: [{ kind: 'title' as const, lines: [{ text }] }] });
       const created = await upload('unlisted.pptx', buildPptx({ withoutPresentation: true, slides: [titled('Opening'), titled('Closing')] }));

@@ -75,9 +75,18 @@ interface TextLine {
   level: number;
 }
 
+/** DrawingML's bullet levels run from 0 to 8. */
+const DEEPEST_LEVEL = 8;
+
+/** A paragraph's bullet level, within DrawingML's range: a file claiming level 1e9 would have the list opened a billion times. */
+function bulletLevel(paragraph: XmlElement): number {
+  const level = Math.trunc(Number(childrenNamed(paragraph, 'a:pPr')[0]?.attribs.lvl ?? 0));
+  return Number.isFinite(level) ? Math.min(Math.max(level, 0), DEEPEST_LEVEL) : 0;
+}
+
 function textLines(textBody: XmlElement): TextLine[] {
   return childrenNamed(textBody, 'a:p')
-    .map((paragraph) => ({ text: paragraphText(paragraph), level: Number(childrenNamed(paragraph, 'a:pPr')[0]?.attribs.lvl ?? 0) || 0 }))
+    .map((paragraph) => ({ text: paragraphText(paragraph), level: bulletLevel(paragraph) }))
     .filter((line) => line.text.length > 0);
 }
 
