@@ -76,6 +76,18 @@ export interface ParsedDocument {
    * metadata, beneath the chunk's own keys and the upload metadata (src/ingestion/source-metadata).
    */
   metadata?: Record<string, unknown>;
+  /**
+   * Files the document carries (an email's attachments): each is read by the parser its content
+   * and name choose, and its elements follow the document's (src/ingestion/attached-files.ts).
+   */
+  attachments?: AttachedFile[];
+}
+
+export interface AttachedFile {
+  filename: string;
+  /** As the carrying document declares it. */
+  contentType: string;
+  data: Buffer;
 }
 
 export interface ParserInput {

@@ -14,6 +14,7 @@ import { FileStoreUnavailableError, type FileStore } from '../storage/file-store
 import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
 import { BatchProgress } from './batch-progress.js';
 import { detectParser } from './parser-selection.js';
+import { withAttachedFiles } from './attached-files.js';
 import { chunkRows, elementRows, embeddingInput, type ChunkRow, type DocumentRow, type PreparedDocument } from './ingestion-rows.js';
 
 export interface IngestionRuntime {
@@ -128,7 +129,8 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
     choice = await detectParser(runtime.parsers, { filename: row.filename, contentType: row.content_type, data });
     // Every parser's result passes here, whichever parser and thread made it: made storable once (a
     // NUL or half a surrogate pair failed the write), before images, chunks and rows are made from it.
-    parsed = storableParsedDocument(await choice.parser.parse({ filename: row.filename, contentType: choice.contentType, data }));
+    const own = await choice.parser.parse({ filename: row.filename, contentType: choice.contentType, data });
+    parsed = storableParsedDocument(await withAttachedFiles(runtime.parsers, own));
   } catch (error) {
     throw asIngestionError('parsing', error, false);
   }

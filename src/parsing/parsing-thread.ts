@@ -40,7 +40,7 @@ async function parseOnThread(parserName: string, input: ParserInput, limits: Par
     // After a timeout the thread is ended, which fails this request with no one left to hear it.
     parsing.catch(() => undefined);
     const parsed = await Promise.race([parsing, timedOut]);
-    return withPictureBuffers(parsed);
+    return withByteBuffers(parsed);
   } catch (error) {
     if ((error as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY') {
       throw new DocumentParseError(`the ${parserName} parser`, `the file needs more than ${limits.memoryMb} MB of memory to parse (PARSE_MEMORY_LIMIT_MB)`);
@@ -52,11 +52,15 @@ async function parseOnThread(parserName: string, input: ParserInput, limits: Par
   }
 }
 
-/** Picture bytes cross the thread boundary as Uint8Array; the rest of the service expects Buffers. */
-function withPictureBuffers(parsed: ParsedDocument): ParsedDocument {
+function asBuffer(data: Uint8Array): Buffer {
+  return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** Picture and attachment bytes cross the thread boundary as Uint8Array; the rest of the service expects Buffers. */
+function withByteBuffers(parsed: ParsedDocument): ParsedDocument {
   for (const element of parsed.elements) {
-    const data = element.image?.data as Uint8Array | undefined;
-    if (element.image && data && !Buffer.isBuffer(data)) element.image.data = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    if (element.image) element.image.data = asBuffer(element.image.data);
   }
+  for (const attachment of parsed.attachments ?? []) attachment.data = asBuffer(attachment.data);
   return parsed;
 }

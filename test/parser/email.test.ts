@@ -4,12 +4,16 @@
  * attachments named; a message with only an HTML body is read as a web page.
  */
 import t from 'tap';
+import { buildPdf } from '../support/document-fixtures.js';
 import { adminTestApp, createTestCollection, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
 
 interface Element { type: string; text: string; heading_path: string[] }
 
-/** Multipart: a plain-text and an HTML body, a PDF attachment; the subject encoded as RFC 2047 words, the text as quoted-printable. */
-const DREDGING_MAIL = [
+/**
+ * Multipart: a plain-text and an HTML body, a PDF and a program attached; the subject encoded as
+ * RFC 2047 words, the text as quoted-printable.
+ */
+const dredgingMail = (pdf: Buffer) => [
   'From: "Ada Lovelace" <ada@harbour.example>',
   'To: Port Board <board@harbour.example>, pilots@harbour.example',
   'Cc: Grace Hopper <grace@harbour.example>',
@@ -40,7 +44,13 @@ const DREDGING_MAIL = [
   'Content-Disposition: attachment; filename="schedule.pdf"',
   'Content-Transfer-Encoding: base64',
   '',
-  Buffer.from('%PDF-1.4 not read').toString('base64'),
+  pdf.toString('base64').replace(/.{76}/g, '$&\r\n'),
+  '--outer',
+  'Content-Type: application/octet-stream; name="tool.exe"',
+  'Content-Disposition: attachment; filename="tool.exe"',
+  'Content-Transfer-Encoding: base64',
+  '',
+  Buffer.from([0x4d, 0x5a, 0x90, 0x00, 0x03, 0x00, 0x00, 0x00]).toString('base64'),
   '--outer--',
   '',
 ].join('\r\n');
@@ -54,13 +64,16 @@ const HTML_ONLY_MAIL = [
   '',
 ].join('\r\n');
 
-for (const backend of testBackends()) {
-  t.test(backend, async (t) => {
-    const { app, admin } = await adminTestApp(t, backend);
+// Once more on the thread large files are parsed on: the attachments' bytes cross it too.
+const runs = testBackends().flatMap((backend) => (backend === 'pglite' ? [[backend, 'inline'], [backend, 'on threads']] : [[backend, 'inline']]));
+for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[number], string]>) {
+  t.test(`${backend}, parsed ${where}`, async (t) => {
+    const { app, admin } = await adminTestApp(t, backend, where === 'on threads' ? { parseOnThreadMinBytes: 0 } : {});
     await createTestCollection(app, admin, { name: 'mail' });
 
-    await t.test('a message: subject, people and date, the plain-text body, attachments named', async (t) => {
-      const created = await uploadDocument(app, admin, 'mail', { filename: 'dredging.eml', content: DREDGING_MAIL, contentType: 'message/rfc822' });
+    await t.test('a message: subject, people and date, the plain-text body, then the attachments', async (t) => {
+      const schedule = await buildPdf({ pages: [{ heading: 'Dredging schedule', paragraphs: ['Week 1: the dredger Van Gogh works the south side of berth 3.'] }] });
+      const created = await uploadDocument(app, admin, 'mail', { filename: 'dredging.eml', content: dredgingMail(schedule), contentType: 'message/rfc822' });
       t.equal(created.statusCode, 202, created.body);
       const untyped = await uploadDocument(app, admin, 'mail', { filename: 'news.eml', content: HTML_ONLY_MAIL, contentType: 'application/octet-stream' });
       t.equal(untyped.statusCode, 202, untyped.body);
@@ -71,13 +84,14 @@ for (const backend of testBackends()) {
       const id = created.json().id as string;
       const document = (await app.inject({ url: `/v1/collections/mail/documents/${id}`, headers: admin })).json();
       t.equal(document.title, 'Dredging of berth 3 – schedule', 'the encoded subject, decoded');
-      t.same(document.source_metadata, {
+      t.match(document.source_metadata, {
         author: 'Ada Lovelace <ada@harbour.example>',
         created_at: '2026-03-03T08:15:00.000Z',
         to: ['Port Board <board@harbour.example>', 'pilots@harbour.example'],
         cc: ['Grace Hopper <grace@harbour.example>'],
         message_id: '<dredging-1@harbour.example>',
-        attachments: ['schedule.pdf'],
+        attachments: ['schedule.pdf', 'tool.exe'],
+        attachments_unread: [/^tool\.exe: Unsupported file type: "tool\.exe" is EXE data/],
       });
       const elements = (await app.inject({ url: `/v1/collections/mail/documents/${id}/elements`, headers: admin })).json().data as Element[];
       const subjectPath = ['Dredging of berth 3 – schedule'];
@@ -86,10 +100,15 @@ for (const backend of testBackends()) {
         ['paragraph', 'From: Ada Lovelace <ada@harbour.example>\nTo: Port Board <board@harbour.example>, pilots@harbour.example\nCc: Grace Hopper <grace@harbour.example>\nDate: 2026-03-03T08:15:00.000Z', subjectPath],
         ['paragraph', 'Dredging of berth 3 starts on 16 March and lasts three weeks – ferries move to the north quay.', subjectPath],
         ['paragraph', 'The contractor asks for a pilot on each tow.', subjectPath],
-      ], 'the plain-text body, quoted-printable decoded; the HTML copy of it left out');
+        ['heading', 'schedule.pdf', []],
+        ['heading', 'Dredging schedule', ['schedule.pdf']],
+        ['paragraph', 'Week 1: the dredger Van Gogh works the south side of berth 3.', ['schedule.pdf', 'Dredging schedule']],
+      ], 'the plain-text body, quoted-printable decoded, the HTML copy of it left out; the attached PDF after it, under its name');
 
       const query = await app.inject({ method: 'POST', url: '/v1/collections/mail/query', headers: admin, payload: { query: 'mail from Grace about dredging', search_mode: 'keyword' } });
       t.equal(query.json().results[0]?.document_id, id, 'found by who sent and received it');
+      const attachment = await app.inject({ method: 'POST', url: '/v1/collections/mail/query', headers: admin, payload: { query: 'dredger Van Gogh', search_mode: 'keyword' } });
+      t.match(attachment.json().results[0], { document_id: id, metadata: { heading_path: ['schedule.pdf', 'Dredging schedule'] } }, 'and by what its attachment says');
 
       const newsElements = (await app.inject({ url: `/v1/collections/mail/documents/${untyped.json().id}/elements`, headers: admin })).json().data as Element[];
       t.same(newsElements.map((element) => [element.type, element.text, element.heading_path]), [

@@ -4,7 +4,8 @@
  * subject (a heading), a paragraph of its From, To, Cc and Date lines (so "the mail from Ada about
  * berths" finds it by keyword), then its body: the plain-text part when there is one (HTML mail
  * is mostly layout; its plain-text part is the same words), else the HTML part read as a web page.
- * Attachments are not read; their names are listed in the source metadata.
+ * Attachments follow, each read by the parser its content and name choose
+ * (src/ingestion/attached-files.ts); pictures the HTML body shows inline are not attachments.
  *
  * Source metadata: `author` (the sender), `created_at` (the Date header), `to`, `cc`,
  * `message_id`, `in_reply_to` and `attachments`.
@@ -27,7 +28,7 @@ function addressTexts(addresses: Address[] | Address | undefined): string[] {
 async function parseEmail(data: Buffer): Promise<ParsedDocument> {
   let email: Awaited<ReturnType<typeof PostalMime.parse>>;
   try {
-    email = await PostalMime.parse(data);
+    email = await PostalMime.parse(data, { attachmentEncoding: 'arraybuffer' });
   } catch (error) {
     throw new DocumentParseError('email message', reasonOf(error));
   }
@@ -51,9 +52,15 @@ async function parseEmail(data: Buffer): Promise<ParsedDocument> {
     ...(headerLines.length > 0 ? [{ type: 'paragraph' as const, text: headerLines.join('\n'), headingPath }] : []),
     ...body.map((element) => ({ ...element, headingPath: [...headingPath, ...element.headingPath] })),
   ];
-  const attachments = email.attachments
+  const attached = email.attachments
     .filter((attachment) => !attachment.related)
-    .map((attachment) => attachment.filename ?? attachment.mimeType);
+    .map((attachment, index) => ({
+      filename: attachment.filename ?? `attachment ${index + 1}`,
+      contentType: attachment.mimeType,
+      // An ArrayBuffer: the attachmentEncoding PostalMime.parse was given.
+      data: Buffer.from(attachment.content as ArrayBuffer),
+    }));
+  const attachments = attached.map((attachment) => attachment.filename);
   const metadata = {
     ...documentPropertyMetadata({ author: from[0], created: sent }),
     ...(to.length > 0 ? { to } : {}),
@@ -62,7 +69,7 @@ async function parseEmail(data: Buffer): Promise<ParsedDocument> {
     ...(email.inReplyTo ? { in_reply_to: email.inReplyTo } : {}),
     ...(attachments.length > 0 ? { attachments } : {}),
   };
-  return { elements, ...(subject.length > 0 ? { title: subject } : {}), metadata };
+  return { elements, ...(subject.length > 0 ? { title: subject } : {}), metadata, ...(attached.length > 0 ? { attachments: attached } : {}) };
 }
 
 const emailParser: Parser = {
@@ -77,6 +84,6 @@ const emailParser: Parser = {
 export const emailParserPlugin: PluginDefinition<'parser'> = {
   kind: 'parser',
   name: 'email',
-  description: 'Email messages (.eml) via postal-mime: subject, sender, recipients and date, then the plain-text body (else the HTML one); attachments named, not read',
+  description: 'Email messages (.eml) via postal-mime: subject, sender, recipients and date, then the plain-text body (else the HTML one), then the attachments, each read by its own parser',
   create: () => emailParser,
 };
