@@ -4,7 +4,7 @@
  * attachments named; a message with only an HTML body is read as a web page.
  */
 import t from 'tap';
-import { buildPdf } from '../support/document-fixtures.js';
+import { buildPdf, buildPng } from '../support/document-fixtures.js';
 import { adminTestApp, createTestCollection, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
 
 interface Element { type: string; text: string; heading_path: string[] }
@@ -45,6 +45,12 @@ const dredgingMail = (pdf: Buffer) => [
   'Content-Transfer-Encoding: base64',
   '',
   pdf.toString('base64').replace(/.{76}/g, '$&\r\n'),
+  '--outer',
+  'Content-Type: image/png; name="berth-map.png"',
+  'Content-Disposition: attachment; filename="berth-map.png"',
+  'Content-Transfer-Encoding: base64',
+  '',
+  buildPng().toString('base64'),
   '--outer',
   'Content-Type: application/octet-stream; name="tool.exe"',
   'Content-Disposition: attachment; filename="tool.exe"',
@@ -90,9 +96,10 @@ for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[nu
         to: ['Port Board <board@harbour.example>', 'pilots@harbour.example'],
         cc: ['Grace Hopper <grace@harbour.example>'],
         message_id: '<dredging-1@harbour.example>',
-        attachments: ['schedule.pdf', 'tool.exe'],
+        attachments: ['schedule.pdf', 'berth-map.png', 'tool.exe'],
         attachments_unread: [/^tool\.exe: Unsupported file type: "tool\.exe" is EXE data/],
       });
+      t.equal(document.source_metadata.attachments_unread.length, 1, 'a picture is no unread attachment');
       const elements = (await app.inject({ url: `/v1/collections/mail/documents/${id}/elements`, headers: admin })).json().data as Element[];
       const subjectPath = ['Dredging of berth 3 – schedule'];
       t.same(elements.map((element) => [element.type, element.text, element.heading_path]), [
@@ -103,6 +110,7 @@ for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[nu
         ['heading', 'schedule.pdf', []],
         ['heading', 'Dredging schedule', ['schedule.pdf']],
         ['paragraph', 'Week 1: the dredger Van Gogh works the south side of berth 3.', ['schedule.pdf', 'Dredging schedule']],
+        ['image', 'berth-map.png', []],
       ], 'the plain-text body, quoted-printable decoded, the HTML copy of it left out; the attached PDF after it, under its name');
 
       const query = await app.inject({ method: 'POST', url: '/v1/collections/mail/query', headers: admin, payload: { query: 'mail from Grace about dredging', search_mode: 'keyword' } });
