@@ -9,16 +9,12 @@
 import { DomUtils, parseDocument } from 'htmlparser2';
 import type { DocumentElement } from '../../../src/plugins.js';
 import { htmlToElements } from '../../../src/parsing/html-elements.js';
+import { escapeHtml } from '../../../src/parsing/html-escape.js';
 
 const headingTags = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
 
 /** htmlparser2's element type, named through its own exports (domhandler is not our dependency). */
 type HtmlElement = ReturnType<typeof DomUtils.getElementsByTagName>[number];
-
-/** Text as HTML source: the alt text comes back decoded from the parser. */
-function escapeHtmlText(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-}
 
 function enclosingHeading(node: HtmlElement): HtmlElement | undefined {
   for (let parent = node.parent; parent; parent = parent.parent) {
@@ -43,7 +39,7 @@ function headingPicturesAsText(html: string): string {
     const heading = enclosingHeading(image);
     if (!heading || image.startIndex === null || image.endIndex === null) continue;
     const named = DomUtils.textContent(heading).trim().length > 0;
-    edits.push({ start: image.startIndex, end: image.endIndex + 1, text: named ? '' : ` ${escapeHtmlText(image.attribs.alt ?? '')} ` });
+    edits.push({ start: image.startIndex, end: image.endIndex + 1, text: named ? '' : ` ${escapeHtml(image.attribs.alt ?? '')} ` });
   }
   // From the last edit back, so the offsets of the earlier ones still hold.
   return edits

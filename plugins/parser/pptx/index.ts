@@ -21,6 +21,7 @@ import type { DocumentElement, ParsedDocument, Parser, ParserInput, PluginDefini
 import { DocumentParseError } from '../../../src/parsing/document-parse-error.js';
 import { collapseWhitespace } from '../../../src/parsing/document-properties.js';
 import { htmlToElements, type ResolvedImage } from '../../../src/parsing/html-elements.js';
+import { escapeHtml } from '../../../src/parsing/html-escape.js';
 import { CORE_PROPERTIES_ENTRY, coreProperties, coreProperty } from '../../../src/parsing/office-core-properties.js';
 import { PORTABLE_IMAGE_TYPES } from '../../../src/parsing/portable-image-types.js';
 import { inspectZipArchive, officeDocumentLimits } from '../../../src/parsing/zip-inspection.js';
@@ -50,10 +51,6 @@ type XmlElement = ReturnType<typeof DomUtils.getElementsByTagName>[number];
 const titlePlaceholders = new Set(['title', 'ctrTitle']);
 /** Placeholders PowerPoint fills with the same thing on every slide. */
 const repeatedPlaceholders = new Set(['dt', 'ftr', 'hdr', 'sldNum', 'sldImg']);
-
-function escapeHtml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
 
 function childrenNamed(element: XmlElement, name: string): XmlElement[] {
   return DomUtils.getElementsByTagName(name, element.children, false);
@@ -148,7 +145,7 @@ function pictureHtml(picture: XmlElement, relationships: Map<string, { type: str
   if (target === undefined) return '';
   const properties = descendantsNamed(picture, 'p:cNvPr')[0]?.attribs;
   const description = properties?.descr ?? properties?.title ?? '';
-  return `<img src="${escapeHtml(MEDIA_SOURCE_PREFIX + target)}" alt="${escapeHtml(description).replace(/"/g, '&quot;')}">`;
+  return `<img src="${escapeHtml(MEDIA_SOURCE_PREFIX + target)}" alt="${escapeHtml(description)}">`;
 }
 
 /** A slide's title and the HTML of the rest of its text, shapes, tables and pictures in the order the slide lists them. */
