@@ -132,6 +132,11 @@ export interface VectorSearchRequest {
   filter?: MetadataFilter | undefined;
   /** When the collection has a tenant field, only this tenant's vectors may be returned. */
   tenant?: string | null | undefined;
+  /**
+   * When given, only these keys may be returned (a query scoped to some documents): the store
+   * ranks them exactly, as the list is the chunks of a few documents, not a share of the collection.
+   */
+  keys?: readonly number[] | undefined;
 }
 
 export interface VectorHit {

@@ -5,6 +5,7 @@ import { tenantText } from '../documents/metadata-rules.js';
 import { BadRequestError } from '../errors.js';
 import type { EmbeddingModel, Reranker, SqlRunner } from '../plugins.js';
 import { parseFilter } from './filters/parse-filter.js';
+import { chunkKeysInScope } from './document-scope.js';
 import { splitTenantEquality } from './filters/tenant-equality.js';
 import type { QueryCache } from './query-cache.js';
 import type { QueryEventRecorder } from './query-events.js';
@@ -46,6 +47,7 @@ export interface QueryResult {
 }
 
 export interface QueryTimings {
+  scope_ms?: number;
   embedding_ms?: number;
   semantic_ms?: number;
   keyword_ms?: number;
@@ -134,6 +136,12 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   }
 
   const timings: QueryTimings = { total_ms: 0 };
+  let keys: number[] | undefined;
+  if (input.document_ids) {
+    const [scopeKeys, scopeMs] = await timed(() => chunkKeysInScope(runtime.sql, collection, input.document_ids!, tenant));
+    keys = scopeKeys;
+    timings.scope_ms = round(scopeMs);
+  }
   const reranking = rerankRequested(collection, input.rerank);
   const candidates = firstStageCount(reranking, topK);
   const depth = mode === 'hybrid' ? Math.max(candidates * 2, MIN_FUSION_DEPTH) : candidates;
@@ -142,14 +150,14 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
     const [embedded, embeddingMs] = await timed(() => model.embed([input.query], 'query'));
     timings.embedding_ms = round(embeddingMs);
     const [hits, searchMs] = await timed(() => runtime.indexes.vectorStore.search({
-      collectionId: collection.id, embedding: embedded.vectors[0]!, topK: depth, filter, tenant,
+      collectionId: collection.id, embedding: embedded.vectors[0]!, topK: depth, filter, tenant, keys,
     }));
     timings.semantic_ms = round(searchMs);
     return hits;
   };
   const runKeyword = async () => {
     const [hits, searchMs] = await timed(() => runtime.indexes.keywordIndex.search({
-      collectionId: collection.id, query: input.query, topK: depth, filter, tenant,
+      collectionId: collection.id, query: input.query, topK: depth, filter, tenant, keys,
     }));
     timings.keyword_ms = round(searchMs);
     return hits;

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { SEARCH_MODES } from '../db/entities/index.js';
 import { stringEnum } from '../http/string-enum.js';
+import { MAX_SCOPED_DOCUMENTS } from './document-scope.js';
 
 export const MAX_TOP_K = 1000;
 
@@ -20,7 +21,16 @@ export const QueryOptionsFields = {
 
 export const QueryText = Type.String({ minLength: 1, maxLength: 10000, pattern: '\\S' });
 
-export const CollectionQueryBody = Type.Object({ query: QueryText, ...QueryOptionsFields }, { additionalProperties: false });
+/** A query of one collection may be scoped to some of its documents (not /v1/query: a document is in one collection). */
+const DocumentScopeField = {
+  document_ids: Type.Optional(Type.Array(Type.String({ format: 'uuid' }), {
+    minItems: 1,
+    maxItems: MAX_SCOPED_DOCUMENTS,
+    description: `only chunks of these documents are returned (at most ${MAX_SCOPED_DOCUMENTS}); ranking statistics stay the collection's; 404 names any the collection does not hold`,
+  })),
+};
+
+export const CollectionQueryBody = Type.Object({ query: QueryText, ...QueryOptionsFields, ...DocumentScopeField }, { additionalProperties: false });
 export type CollectionQueryInput = Static<typeof CollectionQueryBody>;
 
 export const MultiCollectionQueryBody = Type.Object({
@@ -35,6 +45,7 @@ export const BatchQueryBody = Type.Object({
     collection: Type.String({ minLength: 1, maxLength: 64 }),
     query: QueryText,
     ...QueryOptionsFields,
+    ...DocumentScopeField,
   }, { additionalProperties: false }), { minItems: 1, maxItems: 100 }),
 }, { additionalProperties: false });
 export type BatchQueryInput = Static<typeof BatchQueryBody>;

@@ -49,6 +49,7 @@ const FusedQueryResult = Type.Object({
 
 /** What each stage took; a stage that did not run is absent. */
 const StageTimings = Type.Object({
+  scope_ms: Type.Optional(Type.Number({ description: 'finding the chunks of document_ids' })),
   embedding_ms: Type.Optional(Type.Number()),
   semantic_ms: Type.Optional(Type.Number()),
   keyword_ms: Type.Optional(Type.Number()),

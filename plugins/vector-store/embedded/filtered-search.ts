@@ -60,11 +60,14 @@ export interface CollectionQuery {
   topK: number;
   tenant: string | null;
   filter: MetadataFilter | null;
+  /** Only these keys may be returned (a query scoped to documents). */
+  keys?: readonly number[] | undefined;
 }
 
 export async function searchCollectionVectors(vectors: CollectionVectors, query: CollectionQuery, thresholds: SearchThresholds): Promise<VectorHit[]> {
   const { topK, tenant, filter } = query;
   if (topK <= 0 || vectors.size === 0) return [];
+  if (query.keys) return exactListed(vectors, query, query.keys);
   if (!vectors.graphUsable) return exactAllowed(vectors, query);
   if (tenant === null && filter === null) {
     if (vectors.size < thresholds.exactSearchBelow) return exactAllowed(vectors, query);
@@ -85,6 +88,19 @@ export async function searchCollectionVectors(vectors: CollectionVectors, query:
 function exactAllowed(vectors: CollectionVectors, { unitQuery, topK, tenant, filter }: CollectionQuery): VectorHit[] {
   const filterAllows = filter === null ? undefined : (metadata: Record<string, unknown>) => matchesFilter(filter, metadata);
   return vectors.exactSearch(unitQuery, topK, tenant ?? undefined, filterAllows);
+}
+
+/** Exact ranking of the listed keys that exist and pass the tenant and the filter. */
+function exactListed(vectors: CollectionVectors, { unitQuery, topK, tenant, filter }: CollectionQuery, keys: readonly number[]): VectorHit[] {
+  const hits: VectorHit[] = [];
+  for (const key of new Set(keys)) {
+    const metadata = vectors.metadataOf(key);
+    if (metadata === undefined) continue;
+    if (tenant !== null && vectors.tenantOf(key) !== tenant) continue;
+    if (filter !== null && !matchesFilter(filter, metadata)) continue;
+    hits.push({ key, score: vectors.similarity(unitQuery, key) });
+  }
+  return hits.sort(compareHits).slice(0, topK);
 }
 
 /**

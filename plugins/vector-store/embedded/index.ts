@@ -118,7 +118,7 @@ export class EmbeddedVectorStore implements VectorStore {
     checkDimension(request.collectionId, vectors.dimension, request.embedding.length);
     return searchCollectionVectors(
       vectors,
-      { unitQuery: normalised(request.embedding), topK: request.topK, tenant: request.tenant ?? null, filter: request.filter ?? null },
+      { unitQuery: normalised(request.embedding), topK: request.topK, tenant: request.tenant ?? null, filter: request.filter ?? null, keys: request.keys },
       this.thresholds,
     );
   }

@@ -179,6 +179,10 @@ export class PgvectorStore implements VectorStore {
       conditions.push(`(${filter.sql})`);
       conditionParams.push(...filter.params);
     }
+    if (request.keys) {
+      conditions.push('chunk_key = any(?::bigint[])');
+      conditionParams.push(request.keys);
+    }
     // The same expression as the index, so the planner can use it; the materialised CTE then
     // restores exact order, which relaxed_order iterative scans do not guarantee (pgvector 0.8).
     const nearestSql = `with nearest as materialized (
@@ -191,13 +195,14 @@ export class PgvectorStore implements VectorStore {
 
     type NearestRow = { chunk_key: number | string; distance: number };
     const toHits = (rows: NearestRow[]) => rows.map((row) => ({ key: Number(row.chunk_key), score: 1 - Number(row.distance) }));
-    // Up to 100 results the connection's own settings serve: one statement.
-    if (efSearch === minimumEfSearch) {
+    // Up to 100 results the connection's own settings serve: one statement. Listed keys are few
+    // (a few documents' chunks): they are ranked exactly, below.
+    if (efSearch === minimumEfSearch && !request.keys) {
       const approximate = await this.sql<NearestRow>(nearestSql, params);
       if (approximate.length >= request.topK) return toHits(approximate);
     }
     const rows = await this.sql.transaction(async (sql) => {
-      if (efSearch > minimumEfSearch) {
+      if (efSearch > minimumEfSearch && !request.keys) {
         await sql("select set_config('hnsw.ef_search', ?, true)", [String(efSearch)]);
         const approximate = await sql<NearestRow>(nearestSql, params);
         if (approximate.length >= request.topK) return approximate;

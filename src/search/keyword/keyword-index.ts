@@ -34,6 +34,8 @@ export interface KeywordSearchRequest {
    * partition's statistics (a collection without a tenant field has only the null partition).
    */
   tenant?: string | null | undefined;
+  /** When given, only these keys may be returned (a query scoped to some documents); statistics stay the partition's. */
+  keys?: readonly number[] | undefined;
   k1?: number | undefined;
   b?: number | undefined;
 }

@@ -377,6 +377,7 @@ export function createMemoryKeywordIndex(sql: SqlRunner): KeywordIndex {
             ? [...collection.partitions.values()]
             : [collection.partitions.get(tenantPartition(request.tenant))].filter((partition) => partition !== undefined);
         const top = new TopHits(Math.floor(request.topK));
+        const allowedKeys = request.keys && new Set(request.keys);
         for (const partition of partitions) {
           scores = withCapacity(scores, partition.slotCount);
           touched = withCapacity(touched, partition.slotCount);
@@ -387,6 +388,7 @@ export function createMemoryKeywordIndex(sql: SqlRunner): KeywordIndex {
             scores[slot] = 0;
             const key = partition.keys[slot];
             if (!top.admits(score, key)) continue;
+            if (allowedKeys && !allowedKeys.has(key)) continue;
             if (request.filter && !matchesFilter(request.filter, partition.metadata[slot] ?? {})) continue;
             top.push(score, key);
           }

@@ -208,6 +208,9 @@ function searchStatement(request: KeywordSearchRequest, queryTerms: QueryTerm[])
   const filter = request.filter ? filterToSql(request.filter, 'chunk.metadata') : undefined;
   const filterJoin = filter ? `join chunks chunk on chunk.key = scored.chunk_key where ${filter.sql}` : '';
   if (filter) params.push(...filter.params);
+  // Narrowed after scoring: document frequencies are counted over the whole partition's matches.
+  const keysCondition = request.keys ? `${filter ? 'and' : 'where'} scored.chunk_key = any(?::bigint[])` : '';
+  if (request.keys) params.push(request.keys);
   params.push(Math.floor(request.topK));
   const scoreInTermOrder = queryTerms
     .map((_, index) => `coalesce(max(weight) filter (where position = ${index + 1}), 0)`)
@@ -240,7 +243,7 @@ function searchStatement(request: KeywordSearchRequest, queryTerms: QueryTerm[])
     ), scored as (
       select chunk_key, ${scoreInTermOrder} as score from weights group by chunk_key
     )
-    select scored.chunk_key as key, scored.score from scored ${filterJoin}
+    select scored.chunk_key as key, scored.score from scored ${filterJoin} ${keysCondition}
     order by scored.score desc, scored.chunk_key
     limit ?`;
   return { sql, params };

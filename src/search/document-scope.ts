@@ -1,0 +1,36 @@
+/**
+ * A query scoped to some documents (`document_ids`): "answer from these files", the way an app
+ * lets its user pick the documents a question is about.
+ *
+ * A document of another tenant counts as absent, so a query cannot learn that it exists. The
+ * search indexes get the documents' chunk keys: ranking stays the collection's (BM25 statistics
+ * are not narrowed), only the results are.
+ */
+import type { CollectionRecord } from '../db/entities/index.js';
+import { NotFoundError } from '../errors.js';
+import type { SqlRunner } from '../plugins.js';
+
+/** Most documents one query may name: enough for a user's selection, small enough to rank exactly. */
+export const MAX_SCOPED_DOCUMENTS = 100;
+
+/**
+ * Keys of the chunks of the listed documents, the only ones the search indexes may return; 404
+ * naming the documents the collection does not hold (for the tenant, when it has a tenant field).
+ */
+export async function chunkKeysInScope(sql: SqlRunner, collection: CollectionRecord, documentIds: readonly string[], tenant: string | null): Promise<number[]> {
+  const listed = [...new Set(documentIds.map((id) => id.toLowerCase()))];
+  const tenantCondition = collection.tenantField ? 'and document.tenant = ?' : '';
+  // One statement: a found document without chunks (still processing, or empty) is one row with a null key.
+  const rows = await sql<{ id: string; key: number | string | null }>(
+    `select document.id, chunk.key from documents document left join chunks chunk on chunk.document_id = document.id
+     where document.collection_id = ? and document.id = any(?::uuid[]) ${tenantCondition}`,
+    [collection.id, listed, ...(collection.tenantField ? [tenant] : [])],
+  );
+  const foundIds = new Set(rows.map((row) => row.id));
+  const missing = listed.filter((id) => !foundIds.has(id));
+  if (missing.length > 0) {
+    const shown = missing.slice(0, 5).join(', ') + (missing.length > 5 ? ` and ${missing.length - 5} more` : '');
+    throw new NotFoundError(`document_ids: ${missing.length === 1 ? 'document' : 'documents'} ${shown} not found in collection ${collection.name}`);
+  }
+  return rows.flatMap((row) => (row.key === null ? [] : [Number(row.key)]));
+}
