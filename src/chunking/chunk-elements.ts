@@ -57,7 +57,7 @@ export interface ElementChunk {
   /** Index of the element the chunk ends in (inclusive). */
   endElement: number;
   /** Offset of `text` in `joinElementTexts(elements)`. */
-  charStart?: number;
+  charStart: number;
   /** The header row of the table the chunk starts inside of, past the table's start, when at most half a chunk long (see DocumentElement.tableHeader). */
   tableHeader?: string;
 }

@@ -18,6 +18,8 @@ export interface NewChunk {
   text: string;
   metadata: Record<string, unknown>;
   tenant: string | null;
+  /** Where the chunk starts in its document's text; absent for raw vectors. */
+  textStart?: number | undefined;
 }
 
 export interface StoredChunk {
@@ -59,17 +61,18 @@ export async function insertChunks(sql: SqlRunner, collectionId: string, chunks:
     const rows = await sql<{ id: string; key: string | number }>(
       `with owner as (select id from collections where id = ?::uuid for key share),
          live_documents as (select id from documents where id = any(?::uuid[]) for key share)
-       insert into chunks (id, collection_id, document_id, chunk_index, text, metadata, tenant, created_at)
-       select r.id, owner.id, r.document_id, r.chunk_index, r.text, r.metadata, r.tenant, now()
-       from jsonb_to_recordset(?::jsonb) as r(id text, document_id uuid, chunk_index int, text text, metadata jsonb, tenant text)
+       insert into chunks (id, collection_id, document_id, chunk_index, text, metadata, tenant, text_start, created_at)
+       select r.id, owner.id, r.document_id, r.chunk_index, r.text, r.metadata, r.tenant, r.text_start, now()
+       from jsonb_to_recordset(?::jsonb) as r(id text, document_id uuid, chunk_index int, text text, metadata jsonb, tenant text, text_start int)
        cross join owner
        where r.document_id is null or r.document_id in (select id from live_documents)
        on conflict (collection_id, id) do update set document_id = excluded.document_id, chunk_index = excluded.chunk_index,
-         text = excluded.text, metadata = excluded.metadata, tenant = excluded.tenant, created_at = excluded.created_at
+         text = excluded.text, metadata = excluded.metadata, tenant = excluded.tenant, text_start = excluded.text_start, created_at = excluded.created_at
        ${replaceCondition}
        returning id, key`,
       [collectionId, documentIds, JSON.stringify(batch.map((chunk) => ({
         id: chunk.id, document_id: chunk.documentId, chunk_index: chunk.chunkIndex, text: chunk.text, metadata: chunk.metadata, tenant: chunk.tenant,
+        text_start: chunk.textStart ?? null,
       })))],
     );
     const keyById = new Map(rows.map((row) => [row.id, Number(row.key)]));

@@ -65,6 +65,8 @@ export interface ChunkRow {
   text: string;
   metadata: Record<string, unknown>;
   tenant: string | null;
+  /** Where the chunk starts in its document's text (ElementChunk.charStart). */
+  textStart: number;
   /** The header row of the table the chunk continues (ElementChunk.tableHeader). */
   tableHeader?: string;
 }
@@ -101,6 +103,7 @@ export function chunkRows(documents: PreparedDocument[], start: number, end: num
       previous = { chunk, metadata };
       return {
         id: documentChunkId(document.row.id, chunk.index), documentId: document.row.id, chunkIndex: chunk.index, text: chunk.text, metadata, tenant: document.row.tenant,
+        textStart: chunk.charStart,
         ...(chunk.tableHeader !== undefined ? { tableHeader: chunk.tableHeader } : {}),
       };
     });

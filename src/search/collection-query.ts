@@ -5,6 +5,7 @@ import { tenantText } from '../documents/metadata-rules.js';
 import { BadRequestError } from '../errors.js';
 import type { EmbeddingModel, Reranker, SqlRunner } from '../plugins.js';
 import { parseFilter } from './filters/parse-filter.js';
+import { attachContextWindows, type ResultContext } from './context-window.js';
 import { chunkKeysInScope } from './document-scope.js';
 import { splitTenantEquality } from './filters/tenant-equality.js';
 import type { QueryCache } from './query-cache.js';
@@ -44,6 +45,8 @@ export interface QueryResult {
   collection: string;
   /** With `multimodal: true`: the images of the result's page or section. */
   multimodal_elements?: MultimodalElement[];
+  /** With `context_window`: the result's chunk with its neighbours, as one text; null for a raw vector. */
+  context?: ResultContext | null;
 }
 
 export interface QueryTimings {
@@ -54,6 +57,7 @@ export interface QueryTimings {
   fusion_ms?: number;
   fetch_ms?: number;
   rerank_ms?: number;
+  context_ms?: number;
   total_ms: number;
   cached?: boolean;
 }
@@ -204,6 +208,11 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
     });
   }
   if (reranking) results = (await rerankResults(runtime, collection, input.query, results, topK, timings)).filter((result) => result.score >= minScore);
+  if (input.context_window) {
+    const window = input.context_window;
+    const [, contextMs] = await timed(() => attachContextWindows(runtime.sql, results, window));
+    timings.context_ms = round(contextMs);
+  }
   if (input.multimodal) await attachMultimodalElements(runtime.sql, collection, results);
   timings.total_ms = round(performance.now() - started);
   const response: QueryResponse = { results, query: input.query, collection: collection.name, search_mode: mode, total: results.length, timings };

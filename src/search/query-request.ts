@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { SEARCH_MODES } from '../db/entities/index.js';
 import { stringEnum } from '../http/string-enum.js';
+import { MAX_CONTEXT_WINDOW } from './context-window.js';
 import { MAX_SCOPED_DOCUMENTS } from './document-scope.js';
 
 export const MAX_TOP_K = 1000;
@@ -14,6 +15,11 @@ export const QueryOptionsFields = {
   rerank: Type.Optional(Type.Boolean()),
   skip_cache: Type.Optional(Type.Boolean()),
   multimodal: Type.Optional(Type.Boolean()),
+  context_window: Type.Optional(Type.Integer({
+    minimum: 0,
+    maximum: MAX_CONTEXT_WINDOW,
+    description: 'each result also carries `context`: its chunk with up to this many chunks of its document before and after, as one text; default 0 (none)',
+  })),
   rrf_k: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'RRF constant k (hybrid); default 60' })),
   keyword_weight: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'weight of the BM25 list in hybrid fusion' })),
   semantic_weight: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'weight of the vector list in hybrid fusion' })),

@@ -19,6 +19,13 @@ const MultimodalElement = Type.Object({
   content_url: Type.String({ description: 'path of the stored picture' }),
 }, { additionalProperties: false });
 
+/** A result's chunk with its neighbours (ResultContext of context-window.ts). */
+const ResultContext = Type.Object({
+  text: Type.String({ description: 'the chunks joined in order, their overlap written once' }),
+  first_chunk_index: Type.Integer({ minimum: 0 }),
+  last_chunk_index: Type.Integer({ minimum: 0 }),
+}, { additionalProperties: false });
+
 const queryResultFields = {
   id: Type.String({ description: 'the chunk id (a raw vector keeps the id it was upserted with)' }),
   document_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'null for a raw vector' }),
@@ -35,6 +42,7 @@ const queryResultFields = {
   metadata: Type.Record(Type.String(), Type.Unknown(), { description: 'the chunk\'s metadata, as uploaded or upserted' }),
   collection: Type.String(),
   multimodal_elements: Type.Optional(Type.Array(MultimodalElement, { description: 'with `multimodal: true`: the images of the result\'s page or section' })),
+  context: Type.Optional(Type.Union([ResultContext, Type.Null()], { description: 'with `context_window`: the result\'s chunk and its neighbours; null for a raw vector' })),
 };
 
 /** One result of a query (QueryResult of collection-query.ts). */
@@ -56,6 +64,7 @@ const StageTimings = Type.Object({
   fusion_ms: Type.Optional(Type.Number()),
   fetch_ms: Type.Number(),
   rerank_ms: Type.Optional(Type.Number()),
+  context_ms: Type.Optional(Type.Number({ description: 'reading the neighbouring chunks of context_window' })),
   total_ms: Type.Number(),
 }, { additionalProperties: false });
 

@@ -14,6 +14,7 @@ import { Migration0012DocumentSourceMetadata } from './0012-document-source-meta
 import { Migration0013ApiKeyPinIds } from './0013-api-key-pin-ids.js';
 import { Migration0014PendingIndexRemovals } from './0014-pending-index-removals.js';
 import { Migration0015ProviderOutageWaits } from './0015-provider-outage-waits.js';
+import { Migration0016ChunkTextStart } from './0016-chunk-text-start.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
@@ -35,4 +36,5 @@ export const migrations: MigrationObject[] = [
   { name: '0013-api-key-pin-ids', class: Migration0013ApiKeyPinIds },
   { name: '0014-pending-index-removals', class: Migration0014PendingIndexRemovals },
   { name: '0015-provider-outage-waits', class: Migration0015ProviderOutageWaits },
+  { name: '0016-chunk-text-start', class: Migration0016ChunkTextStart },
 ];
