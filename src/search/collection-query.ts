@@ -7,6 +7,7 @@ import type { EmbeddingModel, Reranker, SqlRunner } from '../plugins.js';
 import { parseFilter } from './filters/parse-filter.js';
 import { attachContextWindows, type ResultContext } from './context-window.js';
 import { chunkKeysInScope } from './document-scope.js';
+import { documentsOfChunks, limitPerDocument, MAX_LIMITED_DEPTH } from './per-document-limit.js';
 import { splitTenantEquality } from './filters/tenant-equality.js';
 import type { QueryCache } from './query-cache.js';
 import type { QueryEventRecorder } from './query-events.js';
@@ -55,6 +56,7 @@ export interface QueryTimings {
   semantic_ms?: number;
   keyword_ms?: number;
   fusion_ms?: number;
+  per_document_ms?: number;
   fetch_ms?: number;
   rerank_ms?: number;
   context_ms?: number;
@@ -148,32 +150,44 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   }
   const reranking = rerankRequested(collection, input.rerank);
   const candidates = firstStageCount(reranking, topK);
-  const depth = mode === 'hybrid' ? Math.max(candidates * 2, MIN_FUSION_DEPTH) : candidates;
-  const runSemantic = async () => {
-    const model = runtime.embeddingModelFor(collection);
-    const [embedded, embeddingMs] = await timed(() => model.embed([input.query], 'query'));
+  const addTiming = (stage: 'semantic_ms' | 'keyword_ms' | 'fusion_ms', milliseconds: number) => {
+    timings[stage] = round((timings[stage] ?? 0) + milliseconds);
+  };
+  // Embedded once, however many depths the per-document limit makes the query search at.
+  let queryEmbedding: Promise<Float32Array> | undefined;
+  const embedQuery = () => (queryEmbedding ??= (async () => {
+    const [embedded, embeddingMs] = await timed(() => runtime.embeddingModelFor(collection).embed([input.query], 'query'));
     timings.embedding_ms = round(embeddingMs);
+    return embedded.vectors[0]!;
+  })());
+  const runSemantic = async (depth: number) => {
+    const embedding = await embedQuery();
     const [hits, searchMs] = await timed(() => runtime.indexes.vectorStore.search({
-      collectionId: collection.id, embedding: embedded.vectors[0]!, topK: depth, filter, tenant, keys,
+      collectionId: collection.id, embedding, topK: depth, filter, tenant, keys,
     }));
-    timings.semantic_ms = round(searchMs);
+    addTiming('semantic_ms', searchMs);
     return hits;
   };
-  const runKeyword = async () => {
+  const runKeyword = async (depth: number) => {
     const [hits, searchMs] = await timed(() => runtime.indexes.keywordIndex.search({
       collectionId: collection.id, query: input.query, topK: depth, filter, tenant, keys,
     }));
-    timings.keyword_ms = round(searchMs);
+    addTiming('keyword_ms', searchMs);
     return hits;
   };
 
-  let ranked: Array<{ key: number; score: number; scores: QueryResult['scores'] }>;
-  if (mode === 'semantic') {
-    ranked = (await runSemantic()).map((hit) => ({ key: hit.key, score: hit.score, scores: { semantic: hit.score } }));
-  } else if (mode === 'keyword') {
-    ranked = (await runKeyword()).map((hit) => ({ key: hit.key, score: hit.score, scores: { keyword: hit.score } }));
-  } else {
-    const [semanticHits, keywordHits] = await Promise.all([runSemantic(), runKeyword()]);
+  type RankedHit = { key: number; score: number; scores: QueryResult['scores'] };
+  /** The ranked list from lists `depth` deep, and whether every list held fewer (nothing deeper to find). */
+  const rankAtDepth = async (depth: number): Promise<{ ranked: RankedHit[]; exhausted: boolean }> => {
+    if (mode === 'semantic') {
+      const hits = await runSemantic(depth);
+      return { ranked: hits.map((hit) => ({ key: hit.key, score: hit.score, scores: { semantic: hit.score } })), exhausted: hits.length < depth };
+    }
+    if (mode === 'keyword') {
+      const hits = await runKeyword(depth);
+      return { ranked: hits.map((hit) => ({ key: hit.key, score: hit.score, scores: { keyword: hit.score } })), exhausted: hits.length < depth };
+    }
+    const [semanticHits, keywordHits] = await Promise.all([runSemantic(depth), runKeyword(depth)]);
     const fusionStart = performance.now();
     const semanticScores = new Map(semanticHits.map((hit) => [hit.key, hit.score]));
     const keywordScores = new Map(keywordHits.map((hit) => [hit.key, hit.score]));
@@ -181,7 +195,7 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
       { keys: semanticHits.map((hit) => hit.key), weight: semanticWeight },
       { keys: keywordHits.map((hit) => hit.key), weight: keywordWeight },
     ], input.rrf_k ?? DEFAULT_RRF_K);
-    ranked = fused.map((hit) => ({
+    const ranked = fused.map((hit) => ({
       key: hit.key,
       score: hit.score,
       scores: {
@@ -189,11 +203,31 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
         ...(keywordScores.has(hit.key) ? { keyword: keywordScores.get(hit.key)! } : {}),
       },
     }));
-    timings.fusion_ms = round(performance.now() - fusionStart);
-  }
-
+    addTiming('fusion_ms', performance.now() - fusionStart);
+    return { ranked, exhausted: semanticHits.length < depth && keywordHits.length < depth };
+  };
   // `min_score` applies to the `score` returned: a reranked result's is the reranker's, known after it.
-  const selected = (reranking ? ranked : ranked.filter((hit) => hit.score >= minScore)).slice(0, candidates);
+  const passing = (ranked: RankedHit[]) => (reranking ? ranked : ranked.filter((hit) => hit.score >= minScore));
+
+  let depth = mode === 'hybrid' ? Math.max(candidates * 2, MIN_FUSION_DEPTH) : candidates;
+  let { ranked, exhausted } = await rankAtDepth(depth);
+  let eligible = passing(ranked);
+  const perDocument = input.max_per_document;
+  if (perDocument !== undefined) {
+    const limitStart = performance.now();
+    for (;;) {
+      const limited = limitPerDocument(eligible, await documentsOfChunks(runtime.sql, eligible.map((hit) => hit.key)), perDocument);
+      if (limited.length >= candidates || exhausted || depth >= MAX_LIMITED_DEPTH) {
+        eligible = limited;
+        break;
+      }
+      depth = Math.min(depth * 4, MAX_LIMITED_DEPTH);
+      ({ ranked, exhausted } = await rankAtDepth(depth));
+      eligible = passing(ranked);
+    }
+    timings.per_document_ms = round(performance.now() - limitStart);
+  }
+  const selected = eligible.slice(0, candidates);
   const [chunks, fetchMs] = await timed(() => fetchChunksByKey(runtime.sql, selected.map((hit) => hit.key)));
   timings.fetch_ms = round(fetchMs);
   let results: QueryResult[] = [];

@@ -3,6 +3,7 @@ import { SEARCH_MODES } from '../db/entities/index.js';
 import { stringEnum } from '../http/string-enum.js';
 import { MAX_CONTEXT_WINDOW } from './context-window.js';
 import { MAX_SCOPED_DOCUMENTS } from './document-scope.js';
+import { MAX_PER_DOCUMENT_LIMIT } from './per-document-limit.js';
 
 export const MAX_TOP_K = 1000;
 
@@ -15,6 +16,11 @@ export const QueryOptionsFields = {
   rerank: Type.Optional(Type.Boolean()),
   skip_cache: Type.Optional(Type.Boolean()),
   multimodal: Type.Optional(Type.Boolean()),
+  max_per_document: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: MAX_PER_DOCUMENT_LIMIT,
+    description: 'at most this many results from one document, so one long document cannot fill top_k; default no limit',
+  })),
   context_window: Type.Optional(Type.Integer({
     minimum: 0,
     maximum: MAX_CONTEXT_WINDOW,

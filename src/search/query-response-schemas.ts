@@ -62,6 +62,7 @@ const StageTimings = Type.Object({
   semantic_ms: Type.Optional(Type.Number()),
   keyword_ms: Type.Optional(Type.Number()),
   fusion_ms: Type.Optional(Type.Number()),
+  per_document_ms: Type.Optional(Type.Number({ description: 'applying max_per_document, with any deeper searches it needed' })),
   fetch_ms: Type.Number(),
   rerank_ms: Type.Optional(Type.Number()),
   context_ms: Type.Optional(Type.Number({ description: 'reading the neighbouring chunks of context_window' })),
