@@ -45,7 +45,7 @@ for (const backend of testBackends()) {
 
     await ok('/v1/collections', { name: 'sources', chunk_size: 200, chunk_overlap: 0, chunk_strategy: 'paragraph' });
     const manualId = await upload('manual.txt', MANUAL);
-    const noteIds = [];
+    const noteIds: string[] = [];
     for (const [index, note] of NOTES.entries()) noteIds.push(await upload(`note-${index}.txt`, note));
     const documents = await waitForIngestion(app, 'sources', admin);
     t.same(documents.map((document) => document.status), ['ready', 'ready', 'ready', 'ready']);
