@@ -7,6 +7,7 @@
 import t, { type Test } from 'tap';
 import { MAX_CONTEXT_WINDOW } from '../../src/search/context-window.js';
 import { adminTestApp, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
+import { jsonRequests } from '../support/json-requests.js';
 
 interface Context { text: string; first_chunk_index: number; last_chunk_index: number }
 interface Result { id: string; document_id: string | null; chunk_index: number; text: string; context?: Context | null }
@@ -22,15 +23,8 @@ const DOCUMENT = PARAGRAPHS.join('\n\n');
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
     const { app, admin, services } = await adminTestApp(t, backend);
+    const { request, ok } = jsonRequests(app, admin);
 
-    async function request(method: 'GET' | 'POST', url: string, payload?: unknown) {
-      return app.inject({ method, url, headers: admin, ...(payload === undefined ? {} : { payload: payload as object }) });
-    }
-    async function ok<T>(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<T> {
-      const response = await request(method, url, payload);
-      if (response.statusCode >= 300) throw new Error(`${method} ${url}: ${response.statusCode} ${response.body}`);
-      return response.json();
-    }
     const query = (body: Record<string, unknown>) => ok<QueryAnswer>('POST', '/v1/collections/windows/query', { search_mode: 'keyword', ...body });
     async function refused(t: Test, body: Record<string, unknown>, what: string) {
       const response = await request('POST', '/v1/collections/windows/query', { query: 'alpha', ...body });

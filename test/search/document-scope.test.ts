@@ -7,6 +7,7 @@
 import t, { type Test } from 'tap';
 import { MAX_SCOPED_DOCUMENTS } from '../../src/search/document-scope.js';
 import { adminTestApp, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
+import { jsonRequests } from '../support/json-requests.js';
 
 interface Result { id: string; document_id: string | null; text: string; score: number }
 interface QueryAnswer { results: Result[]; total: number; timings: Record<string, number | boolean | undefined> }
@@ -25,15 +26,9 @@ const WEAK = 'Tomatoes, beans and squash grow well in raised beds; some gardener
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
     const { app, admin } = await adminTestApp(t, backend);
+    const { request, ok } = jsonRequests(app, admin);
 
-    async function request(method: 'GET' | 'POST' | 'DELETE', url: string, payload?: unknown) {
-      return app.inject({ method, url, headers: admin, ...(payload === undefined ? {} : { payload: payload as object }) });
-    }
-    async function query(collection: string, body: Record<string, unknown>): Promise<QueryAnswer> {
-      const response = await request('POST', `/v1/collections/${collection}/query`, body);
-      if (response.statusCode !== 200) throw new Error(`query: ${response.statusCode} ${response.body}`);
-      return response.json();
-    }
+    const query = (collection: string, body: Record<string, unknown>) => ok<QueryAnswer>('POST', `/v1/collections/${collection}/query`, body);
     /** A 4xx `{detail}`; returns the detail. */
     async function refused(t: Test, response: Awaited<ReturnType<typeof request>>, status: number, what: string): Promise<string> {
       t.equal(response.statusCode, status, `${what}: ${response.body}`);
@@ -41,10 +36,7 @@ for (const backend of testBackends()) {
       t.type(detail, 'string', `${what}: says why`);
       return detail;
     }
-    async function createCollection(body: Record<string, unknown>) {
-      const response = await request('POST', '/v1/collections', body);
-      if (response.statusCode !== 201) throw new Error(`collection: ${response.statusCode} ${response.body}`);
-    }
+    const createCollection = (body: Record<string, unknown>) => ok('POST', '/v1/collections', body);
     /** Uploads each text as its own file; returns the document ids in the same order. */
     async function upload(collection: string, texts: string[], metadata: Record<string, unknown> = {}): Promise<string[]> {
       const ids: string[] = [];

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { MAX_PER_DOCUMENT_LIMIT } from '../../src/search/per-document-limit.js';
 import { adminTestApp, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
+import { jsonRequests } from '../support/json-requests.js';
 
 interface Result { id: string; document_id: string | null; score: number }
 interface QueryAnswer { results: Result[]; timings: Record<string, number | boolean | undefined> }
@@ -25,16 +26,9 @@ const NOTES = [
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
     const { app, admin } = await adminTestApp(t, backend);
+    const { request, ok } = jsonRequests(app, admin);
 
-    async function request(url: string, payload: unknown) {
-      return app.inject({ method: 'POST', url, headers: admin, payload: payload as object });
-    }
-    async function ok<T>(url: string, payload: unknown): Promise<T> {
-      const response = await request(url, payload);
-      if (response.statusCode >= 300) throw new Error(`${url}: ${response.statusCode} ${response.body}`);
-      return response.json();
-    }
-    const query = (body: Record<string, unknown>) => ok<QueryAnswer>('/v1/collections/sources/query', { query: 'router', min_score: -1, ...body });
+    const query = (body: Record<string, unknown>) => ok<QueryAnswer>('POST', '/v1/collections/sources/query', { query: 'router', min_score: -1, ...body });
     async function upload(filename: string, content: string): Promise<string> {
       const form = multipartUpload([{ filename, content, contentType: 'text/plain' }]);
       const response = await app.inject({ method: 'POST', url: '/v1/collections/sources/documents', headers: { ...admin, ...form.headers }, payload: form.payload });
@@ -43,7 +37,7 @@ for (const backend of testBackends()) {
     }
     const documentsOf = (answer: QueryAnswer) => answer.results.map((result) => result.document_id);
 
-    await ok('/v1/collections', { name: 'sources', chunk_size: 200, chunk_overlap: 0, chunk_strategy: 'paragraph' });
+    await ok('POST', '/v1/collections', { name: 'sources', chunk_size: 200, chunk_overlap: 0, chunk_strategy: 'paragraph' });
     const manualId = await upload('manual.txt', MANUAL);
     const noteIds: string[] = [];
     for (const [index, note] of NOTES.entries()) noteIds.push(await upload(`note-${index}.txt`, note));
@@ -78,7 +72,7 @@ for (const backend of testBackends()) {
 
     await t.test('raw vectors are sources of their own', async (t) => {
       const embedding = Array.from({ length: 384 }, (_, index) => (index === 7 ? 1 : 0));
-      await ok('/v1/collections/sources/vectors/upsert', {
+      await ok('POST', '/v1/collections/sources/vectors/upsert', {
         vectors: ['one', 'two', 'three'].map((id) => ({ id: `raw-${id}`, text: `router router router router ${id}`, embedding })),
       });
       const answer = await query({ search_mode: 'keyword', top_k: 10, max_per_document: 1 });
@@ -87,16 +81,16 @@ for (const backend of testBackends()) {
     });
 
     await t.test('every query form takes it', async (t) => {
-      const across = await ok<{ results: Result[] }>('/v1/query', { query: 'router', collections: ['sources'], search_mode: 'semantic', top_k: 4, max_per_document: 1, min_score: -1 });
+      const across = await ok<{ results: Result[] }>('POST', '/v1/query', { query: 'router', collections: ['sources'], search_mode: 'semantic', top_k: 4, max_per_document: 1, min_score: -1 });
       t.equal(new Set(across.results.map((result) => result.document_id ?? result.id)).size, across.results.length, '/v1/query: no document twice');
-      const batch = await ok<{ results: Array<{ results: Result[] }> }>('/v1/batch/query', { queries: [{ collection: 'sources', query: 'router', search_mode: 'semantic', top_k: 4, max_per_document: 1, min_score: -1 }] });
+      const batch = await ok<{ results: Array<{ results: Result[] }> }>('POST', '/v1/batch/query', { queries: [{ collection: 'sources', query: 'router', search_mode: 'semantic', top_k: 4, max_per_document: 1, min_score: -1 }] });
       const items = batch.results[0]!.results;
       t.equal(new Set(items.map((result) => result.document_id ?? result.id)).size, items.length, '/v1/batch/query: no document twice');
     });
 
     await t.test('bad input is a 400 naming the field', async (t) => {
       for (const [value, what] of [[0, 'zero'], [MAX_PER_DOCUMENT_LIMIT + 1, 'too many'], [1.5, 'not an integer'], ['1', 'a string']] as const) {
-        const response = await request('/v1/collections/sources/query', { query: 'router', max_per_document: value });
+        const response = await request('POST', '/v1/collections/sources/query', { query: 'router', max_per_document: value });
         t.equal(response.statusCode, 400, `${what}: ${response.body}`);
         t.match(response.json().detail, /max_per_document/, `${what}: the detail names the field`);
       }
