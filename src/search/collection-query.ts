@@ -7,6 +7,7 @@ import type { EmbeddingModel, Reranker, SqlRunner } from '../plugins.js';
 import { parseFilter } from './filters/parse-filter.js';
 import { attachContextWindows, type ResultContext } from './context-window.js';
 import { chunkKeysInScope } from './document-scope.js';
+import { highlightSpans, highlightTerms, type Highlight } from './highlights.js';
 import { documentsOfChunks, limitPerDocument, MAX_LIMITED_DEPTH } from './per-document-limit.js';
 import { splitTenantEquality } from './filters/tenant-equality.js';
 import type { QueryCache } from './query-cache.js';
@@ -47,7 +48,9 @@ export interface QueryResult {
   /** With `multimodal: true`: the images of the result's page or section. */
   multimodal_elements?: MultimodalElement[];
   /** With `context_window`: the result's chunk with its neighbours, as one text; null for a raw vector. */
-  context?: ResultContext | null;
+  context?: (ResultContext & { highlights?: Highlight[] }) | null;
+  /** With `highlight: true`: where `text` holds the query's terms. */
+  highlights?: Highlight[];
 }
 
 export interface QueryTimings {
@@ -246,6 +249,13 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
     const window = input.context_window;
     const [, contextMs] = await timed(() => attachContextWindows(runtime.sql, results, window));
     timings.context_ms = round(contextMs);
+  }
+  if (input.highlight) {
+    const terms = highlightTerms(input.query);
+    for (const result of results) {
+      result.highlights = highlightSpans(result.text, terms);
+      if (result.context) result.context.highlights = highlightSpans(result.context.text, terms);
+    }
   }
   if (input.multimodal) await attachMultimodalElements(runtime.sql, collection, results);
   timings.total_ms = round(performance.now() - started);

@@ -16,6 +16,7 @@ export const QueryOptionsFields = {
   rerank: Type.Optional(Type.Boolean()),
   skip_cache: Type.Optional(Type.Boolean()),
   multimodal: Type.Optional(Type.Boolean()),
+  highlight: Type.Optional(Type.Boolean({ description: 'each result also carries `highlights`: the {start, end} offsets in its text (and its context window) of the words that match a query term, as BM25 matches them' })),
   max_per_document: Type.Optional(Type.Integer({
     minimum: 1,
     maximum: MAX_PER_DOCUMENT_LIMIT,

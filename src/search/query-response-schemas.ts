@@ -19,11 +19,18 @@ const MultimodalElement = Type.Object({
   content_url: Type.String({ description: 'path of the stored picture' }),
 }, { additionalProperties: false });
 
+/** Where a text holds a query term (Highlight of highlights.ts): UTF-16 offsets, as JavaScript strings index. */
+const Highlights = Type.Array(Type.Object({
+  start: Type.Integer({ minimum: 0 }),
+  end: Type.Integer({ minimum: 1, description: 'exclusive' }),
+}, { additionalProperties: false }), { description: 'with `highlight: true`: where the text holds a query term, in order' });
+
 /** A result's chunk with its neighbours (ResultContext of context-window.ts). */
 const ResultContext = Type.Object({
   text: Type.String({ description: 'the chunks joined in order, their overlap written once' }),
   first_chunk_index: Type.Integer({ minimum: 0 }),
   last_chunk_index: Type.Integer({ minimum: 0 }),
+  highlights: Type.Optional(Highlights),
 }, { additionalProperties: false });
 
 const queryResultFields = {
@@ -42,6 +49,7 @@ const queryResultFields = {
   metadata: Type.Record(Type.String(), Type.Unknown(), { description: 'the chunk\'s metadata, as uploaded or upserted' }),
   collection: Type.String(),
   multimodal_elements: Type.Optional(Type.Array(MultimodalElement, { description: 'with `multimodal: true`: the images of the result\'s page or section' })),
+  highlights: Type.Optional(Highlights),
   context: Type.Optional(Type.Union([ResultContext, Type.Null()], { description: 'with `context_window`: the result\'s chunk and its neighbours; null for a raw vector' })),
 };
 
