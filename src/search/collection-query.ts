@@ -4,12 +4,12 @@ import { attachMultimodalElements, type MultimodalElement } from '../documents/m
 import { tenantText } from '../documents/metadata-rules.js';
 import { BadRequestError } from '../errors.js';
 import type { EmbeddingModel, Reranker, SqlRunner } from '../plugins.js';
-import { parseFilter } from './filters/parse-filter.js';
 import { attachContextWindows, type ResultContext } from './context-window.js';
 import { chunkKeysInScope } from './document-scope.js';
+import { parseFilter } from './filters/parse-filter.js';
+import { splitTenantEquality } from './filters/tenant-equality.js';
 import { highlightSpans, highlightTerms, type Highlight } from './highlights.js';
 import { documentsOfChunks, limitPerDocument, MAX_LIMITED_DEPTH } from './per-document-limit.js';
-import { splitTenantEquality } from './filters/tenant-equality.js';
 import type { QueryCache } from './query-cache.js';
 import type { QueryEventRecorder } from './query-events.js';
 import type { CollectionQueryInput } from './query-request.js';

@@ -8,7 +8,7 @@
 import { elementSeparator } from '../chunking/chunk-elements.js';
 import type { SqlRunner } from '../plugins.js';
 
-/** Chunks on each side: 5 gives 11 chunks a result, about 11 KB of text at the default chunk size. */
+/** Chunks on each side: 5 gives 11 chunks a result, about 8 KB of text at the default chunk size (800, 100 of overlap). */
 export const MAX_CONTEXT_WINDOW = 5;
 
 export interface ResultContext {
