@@ -19,13 +19,15 @@ export const MAX_SCOPED_DOCUMENTS = 100;
  */
 export async function chunkKeysInScope(sql: SqlRunner, collection: CollectionRecord, documentIds: readonly string[], tenant: string | null): Promise<number[]> {
   const listed = [...new Set(documentIds.map((id) => id.toLowerCase()))];
-  const tenantCondition = collection.tenantField ? 'and document.tenant = ?' : '';
-  // One statement: a found document without chunks (still processing, or empty) is one row with a null key.
-  const rows = await sql<{ id: string; key: number | string | null }>(
-    `select document.id, chunk.key from documents document left join chunks chunk on chunk.document_id = document.id
-     where document.collection_id = ? and document.id = any(?::uuid[]) ${tenantCondition}`,
-    [collection.id, listed, ...(collection.tenantField ? [tenant] : [])],
-  );
+  // By id alone, the collection and tenant checked here: given `collection_id = ?` too, the
+  // embedded database (no statistics) read every document of the collection through its
+  // (collection, status) index to find the listed ones.
+  const rows = (await sql<{ id: string; collection_id: string; tenant: string | null; key: number | string | null }>(
+    `select document.id, document.collection_id, document.tenant, chunk.key
+       from documents document left join chunks chunk on chunk.document_id = document.id
+      where document.id = any(?::uuid[])`,
+    [listed],
+  )).filter((row) => row.collection_id === collection.id && (!collection.tenantField || row.tenant === tenant));
   const foundIds = new Set(rows.map((row) => row.id));
   const missing = listed.filter((id) => !foundIds.has(id));
   if (missing.length > 0) {
