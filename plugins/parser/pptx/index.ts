@@ -18,9 +18,10 @@
 import path from 'node:path/posix';
 import { DomUtils, parseDocument } from 'htmlparser2';
 import type { DocumentElement, ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
+import { archivePictureResolver } from '../../../src/parsing/archive-pictures.js';
 import { DocumentParseError } from '../../../src/parsing/document-parse-error.js';
 import { collapseWhitespace } from '../../../src/parsing/document-properties.js';
-import { htmlToElements, type ResolvedImage } from '../../../src/parsing/html-elements.js';
+import { htmlToElements } from '../../../src/parsing/html-elements.js';
 import { escapeHtml } from '../../../src/parsing/html-escape.js';
 import { CORE_PROPERTIES_ENTRY, coreProperties, coreProperty } from '../../../src/parsing/office-core-properties.js';
 import { PORTABLE_IMAGE_TYPES } from '../../../src/parsing/portable-image-types.js';
@@ -219,13 +220,7 @@ function slideOrder(parts: Map<string, Buffer>): string[] {
 async function parsePptx(data: Buffer): Promise<ParsedDocument> {
   if (data.length === 0) throw new DocumentParseError('PPTX', 'the file is empty');
   const parts = await inspectZipArchive(data, 'PPTX', officeDocumentLimits, isKeptEntry);
-  const resolveImage = (src: string): ResolvedImage | undefined => {
-    if (!src.startsWith(MEDIA_SOURCE_PREFIX)) return undefined;
-    const partName = src.slice(MEDIA_SOURCE_PREFIX.length);
-    const metadata = { content_type: pictureType(partName) };
-    const bytes = parts.get(partName);
-    return bytes ? { image: { data: bytes, contentType: metadata.content_type }, metadata } : { metadata };
-  };
+  const resolveImage = archivePictureResolver(MEDIA_SOURCE_PREFIX, parts, pictureType);
   const slides = slideOrder(parts);
   if (slides.length === 0 && !parts.has(PRESENTATION_ENTRY)) throw new DocumentParseError('PPTX', 'the archive holds no presentation (ppt/presentation.xml)');
   const elements: DocumentElement[] = [];
