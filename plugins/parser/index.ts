@@ -6,11 +6,12 @@ import { emailParserPlugin } from './email/index.js';
 import { htmlParserPlugin } from './html/index.js';
 import { jsonParserPlugin } from './json/index.js';
 import { markdownParserPlugin } from './markdown/index.js';
+import { odtParserPlugin } from './odt/index.js';
 import { pdfParserPlugin } from './pdf/index.js';
 import { pptxParserPlugin } from './pptx/index.js';
 import { textParserPlugin } from './text/index.js';
 import { xlsxParserPlugin } from './xlsx/index.js';
 
 export const builtInParsers: ReadonlyArray<PluginDefinition<'parser'>> = [
-  textParserPlugin, markdownParserPlugin, htmlParserPlugin, pdfParserPlugin, docxParserPlugin, pptxParserPlugin, xlsxParserPlugin, csvParserPlugin, jsonParserPlugin, emailParserPlugin,
+  textParserPlugin, markdownParserPlugin, htmlParserPlugin, pdfParserPlugin, docxParserPlugin, odtParserPlugin, pptxParserPlugin, xlsxParserPlugin, csvParserPlugin, jsonParserPlugin, emailParserPlugin,
 ];

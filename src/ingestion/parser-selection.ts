@@ -55,6 +55,7 @@ const zipBasedTypes = new Set([
   docxType,
   'application/vnd.openxmlformats-officedocument.presentationml.presentation',
   'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  'application/vnd.oasis.opendocument.text',
 ]);
 /** file-type also recognises some text formats; those are judged as text. */
 const textualDetections = new Set(['xml', 'vtt', 'ics', 'vcf', 'reg']);

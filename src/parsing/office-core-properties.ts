@@ -26,10 +26,11 @@ export function coreProperty(coreXml: string | undefined, tag: string): string |
 }
 
 /**
- * A W3CDTF date (`2024-01-31T12:00:00Z`, the format core.xml uses). A time without a zone is read
- * as UTC: `new Date` would read it in the server's zone, giving each deployment its own answer.
+ * A W3CDTF date (`2024-01-31T12:00:00Z`, the format core.xml and OpenDocument's meta.xml use). A
+ * time without a zone is read as UTC: `new Date` would read it in the server's zone, giving each
+ * deployment its own answer.
  */
-function coreDate(value: string | undefined): Date | null {
+export function coreDate(value: string | undefined): Date | null {
   const match = value === undefined ? null : /^(\d{4}(?:-\d{2}(?:-\d{2})?)?)(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(Z|[+-]\d{2}:\d{2})?$/.exec(value);
   if (!match) return null;
   const [, date, time, zone] = match;

@@ -7,12 +7,14 @@ import { builtInParsers } from '../../plugins/parser/index.js';
 import { AppError } from '../../src/errors.js';
 import { detectParser, inspectUpload, supportedTypesDescription, UPLOAD_SAMPLE_BYTES } from '../../src/ingestion/parser-selection.js';
 import { buildDocx, buildPdf, buildPng, buildZip, buildZipBomb, sampleCsv, sampleJson, sampleJsonl, sampleTsv } from '../support/document-fixtures.js';
+import { buildOdt } from '../support/odt-fixture.js';
 import { buildPptx } from '../support/pptx-fixture.js';
 
 const parsers = builtInParsers.map((plugin) => plugin.create({}, {}));
 const DOCX_TYPE = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 const PPTX_TYPE = 'application/vnd.openxmlformats-officedocument.presentationml.presentation';
 const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
+const ODT_TYPE = 'application/vnd.oasis.opendocument.text';
 
 async function choose(filename: string, content: string | Buffer, contentType = 'application/octet-stream', complete = true) {
   const data = typeof content === 'string' ? Buffer.from(content) : content;
@@ -49,6 +51,10 @@ t.test('binary formats are recognised by their magic bytes, whatever the name sa
   t.same(await choose('berths.xlsx', xlsx), ['xlsx', XLSX_TYPE]);
   t.same(await choose('berths.bin', xlsx, 'application/octet-stream'), ['xlsx', XLSX_TYPE], 'a workbook by its content');
   t.same(await choose('cut.pptx', pptx.subarray(0, 20)), ['pptx', PPTX_TYPE], 'a zip-based format cut before its entries keeps its name, so the parser explains');
+  const odt = buildOdt({ body: '<text:p>Dear captain,</text:p>' });
+  t.same(await choose('letter.odt', odt), ['odt', ODT_TYPE]);
+  t.same(await choose('letter.zip', odt, 'application/zip'), ['odt', ODT_TYPE], 'an OpenDocument text by its mimetype entry');
+  t.same(await choose('cut.odt', odt.subarray(0, 20)), ['odt', ODT_TYPE], 'cut before its mimetype shows, it keeps its name');
 });
 
 t.test('prose that matches a one-byte signature stays text when its name says text', async (t) => {
@@ -70,7 +76,7 @@ t.test('unsupported binary data is refused with 415 naming the supported types',
     'a whole zip without word/document.xml is not a DOCX');
   t.match(await refusal('blob.txt', randomBytes(4096), 'text/plain'), [415, /"blob\.txt" holds binary data of no supported format/], 'random bytes named .txt');
   t.match(await refusal('empty.md', ''), [400, 'File "empty.md" is empty: there is nothing to index']);
-  t.equal(supportedTypesDescription(parsers).split(' (')[0], '.txt, .text, .log, .md, .markdown, .mdx, .html, .htm, .xhtml, .pdf, .docx, .pptx, .xlsx, .csv, .tsv, .tab, .json, .jsonl, .ndjson, .eml');
+  t.equal(supportedTypesDescription(parsers).split(' (')[0], '.txt, .text, .log, .md, .markdown, .mdx, .html, .htm, .xhtml, .pdf, .docx, .odt, .pptx, .xlsx, .csv, .tsv, .tab, .json, .jsonl, .ndjson, .eml');
 });
 
 t.test('text: the name picks among text formats; the content decides when the name does not', async (t) => {

@@ -154,6 +154,8 @@ export interface ZipEntry {
   data: Buffer;
   /** Size written in the headers instead of the real one (a lying archive). */
   declaredSize?: number;
+  /** Written as it is, not deflated (as OpenDocument files store their `mimetype`). */
+  stored?: boolean;
 }
 
 interface WrittenEntry {
@@ -161,6 +163,8 @@ interface WrittenEntry {
   crc: number;
   compressed: Buffer;
   declaredSize: number;
+  /** 0 stored, 8 deflated. */
+  method: number;
   offset: number;
 }
 
@@ -168,7 +172,7 @@ function localHeader(entry: WrittenEntry): Buffer {
   const header = Buffer.alloc(30);
   header.writeUInt32LE(0x04034b50, 0);
   header.writeUInt16LE(20, 4);
-  header.writeUInt16LE(8, 8); // deflate
+  header.writeUInt16LE(entry.method, 8);
   header.writeUInt32LE(entry.crc, 14);
   header.writeUInt32LE(entry.compressed.length, 18);
   header.writeUInt32LE(entry.declaredSize, 22);
@@ -181,7 +185,7 @@ function centralHeader(entry: WrittenEntry): Buffer {
   header.writeUInt32LE(0x02014b50, 0);
   header.writeUInt16LE(20, 4);
   header.writeUInt16LE(20, 6);
-  header.writeUInt16LE(8, 10);
+  header.writeUInt16LE(entry.method, 10);
   header.writeUInt32LE(entry.crc, 16);
   header.writeUInt32LE(entry.compressed.length, 20);
   header.writeUInt32LE(entry.declaredSize, 24);
@@ -190,7 +194,7 @@ function centralHeader(entry: WrittenEntry): Buffer {
   return Buffer.concat([header, entry.name]);
 }
 
-function zipArchive(entries: Array<{ name: string; crc: number; compressed: Buffer; declaredSize: number }>): Buffer {
+function zipArchive(entries: Array<{ name: string; crc: number; compressed: Buffer; declaredSize: number; method: number }>): Buffer {
   const parts: Buffer[] = [];
   const written: WrittenEntry[] = [];
   let offset = 0;
@@ -214,7 +218,8 @@ function zipArchive(entries: Array<{ name: string; crc: number; compressed: Buff
 /** A zip archive of deflated entries, written byte by byte. */
 export function buildZip(entries: ZipEntry[]): Buffer {
   return zipArchive(entries.map((entry) => ({
-    name: entry.name, crc: crc32(entry.data), compressed: deflateRawSync(entry.data), declaredSize: entry.declaredSize ?? entry.data.length,
+    name: entry.name, crc: crc32(entry.data), compressed: entry.stored ? entry.data : deflateRawSync(entry.data),
+    declaredSize: entry.declaredSize ?? entry.data.length, method: entry.stored ? 0 : 8,
   })));
 }
 
@@ -250,8 +255,8 @@ export async function buildZipBomb(options: ZipBombOptions = {}): Promise<Buffer
   await finished;
   const contentTypes = Buffer.from(contentTypesXml);
   return zipArchive([
-    { name: '[Content_Types].xml', crc: crc32(contentTypes), compressed: deflateRawSync(contentTypes), declaredSize: contentTypes.length },
-    { name: 'word/document.xml', crc, compressed: Buffer.concat(compressed), declaredSize: options.lying ? 4096 : inflatedBytes },
+    { name: '[Content_Types].xml', crc: crc32(contentTypes), compressed: deflateRawSync(contentTypes), declaredSize: contentTypes.length, method: 8 },
+    { name: 'word/document.xml', crc, compressed: Buffer.concat(compressed), declaredSize: options.lying ? 4096 : inflatedBytes, method: 8 },
   ]);
 }
 

@@ -1,0 +1,48 @@
+/**
+ * OpenDocument text files written as LibreOffice writes them: the `mimetype` entry first and
+ * stored (how the format is recognised), a manifest, meta.xml, and content.xml whose body the test
+ * gives as ODF XML, so the parser is tested on the markup real documents have.
+ */
+import { buildZip, type ZipEntry } from './document-fixtures.js';
+
+const NAMESPACES = [
+  'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"',
+  'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"',
+  'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0"',
+  'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"',
+  'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0"',
+  'xmlns:xlink="http://www.w3.org/1999/xlink"',
+  'xmlns:dc="http://purl.org/dc/elements/1.1/"',
+  'xmlns:meta="urn:oasis:names:tc:opendocument:xmlns:meta:1.0"',
+].join(' ');
+
+export interface OdtOptions {
+  /** The inside of office:text, as ODF XML. */
+  body: string;
+  /** The inside of office:meta (dc:title, dc:creator, meta:keyword...); no meta.xml when absent. */
+  meta?: string;
+  /** Files under Pictures/, by name. */
+  pictures?: Record<string, Buffer>;
+}
+
+export function buildOdt({ body, meta, pictures = {} }: OdtOptions): Buffer {
+  const content = `<?xml version="1.0" encoding="UTF-8"?><office:document-content ${NAMESPACES} office:version="1.3">`
+    + '<office:automatic-styles/><office:body><office:text>'
+    + `<text:sequence-decls><text:sequence-decl text:display-outline-level="0" text:name="Illustration"/></text:sequence-decls>${body}`
+    + '</office:text></office:body></office:document-content>';
+  const entries: ZipEntry[] = [
+    { name: 'mimetype', data: Buffer.from('application/vnd.oasis.opendocument.text'), stored: true },
+    {
+      name: 'META-INF/manifest.xml',
+      data: Buffer.from('<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.3">'
+        + '<manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.text"/>'
+        + '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/></manifest:manifest>'),
+    },
+    { name: 'content.xml', data: Buffer.from(content) },
+  ];
+  if (meta !== undefined) {
+    entries.push({ name: 'meta.xml', data: Buffer.from(`<?xml version="1.0" encoding="UTF-8"?><office:document-meta ${NAMESPACES} office:version="1.3"><office:meta>${meta}</office:meta></office:document-meta>`) });
+  }
+  for (const [name, data] of Object.entries(pictures)) entries.push({ name: `Pictures/${name}`, data });
+  return buildZip(entries);
+}
