@@ -10,11 +10,11 @@
  * The title is the workbook's own (docProps/core.xml dc:title); the other core properties, the
  * sheets' names and the number of rows are source metadata.
  */
-import type { DocumentElement, ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
+import type { ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { DocumentParseError, reasonOf } from '../../../src/parsing/document-parse-error.js';
 import { collapseWhitespace } from '../../../src/parsing/document-properties.js';
 import { CORE_PROPERTIES_ENTRY, coreProperties, coreProperty } from '../../../src/parsing/office-core-properties.js';
-import { tableRowElements } from '../../../src/parsing/table-row-elements.js';
+import { sheetElements } from '../../../src/parsing/sheet-elements.js';
 import { inspectZipArchive, officeDocumentLimits } from '../../../src/parsing/zip-inspection.js';
 
 function cellText(value: unknown): string {
@@ -37,23 +37,16 @@ async function parseXlsx(data: Buffer): Promise<ParsedDocument> {
   } catch (error) {
     throw new DocumentParseError('XLSX content', reasonOf(error));
   }
-  const elements: DocumentElement[] = [];
-  const sheetNames: string[] = [];
-  let rowCount = 0;
-  for (const { sheet, data: rows } of sheets) {
-    const cells = rows.map((row) => row.map(cellText)).filter((row) => row.some((cell) => cell.length > 0));
-    if (cells.length === 0) continue;
-    const table = tableRowElements(cells, [sheet], { sheet });
-    elements.push({ type: 'heading', level: 1, text: sheet, headingPath: [] }, ...table.elements);
-    sheetNames.push(sheet);
-    rowCount += table.rows;
-  }
+  const { elements, sheetNames, rows } = sheetElements(sheets.map(({ sheet, data }) => ({
+    name: sheet,
+    rows: data.map((row) => row.map(cellText)).filter((row) => row.some((cell) => cell.length > 0)),
+  })));
   const coreXml = kept.get(CORE_PROPERTIES_ENTRY)?.toString('utf8');
   const title = coreProperty(coreXml, 'dc:title');
   return {
     elements,
     ...(title !== undefined ? { title } : {}),
-    metadata: { ...coreProperties(coreXml), sheets: sheetNames, rows: rowCount },
+    metadata: { ...coreProperties(coreXml), sheets: sheetNames, rows },
   };
 }
 
