@@ -19,16 +19,15 @@ import { DomUtils, parseDocument } from 'htmlparser2';
 import type { ParsedDocument, Parser, ParserInput, PluginDefinition } from '../../../src/plugins.js';
 import { archivePictureResolver } from '../../../src/parsing/archive-pictures.js';
 import { DocumentParseError } from '../../../src/parsing/document-parse-error.js';
-import { collapseWhitespace, documentPropertyMetadata } from '../../../src/parsing/document-properties.js';
+import { collapseWhitespace } from '../../../src/parsing/document-properties.js';
 import { htmlToElements } from '../../../src/parsing/html-elements.js';
 import { escapeHtml } from '../../../src/parsing/html-escape.js';
-import { coreDate, coreProperty } from '../../../src/parsing/office-core-properties.js';
+import { OPEN_DOCUMENT_META_ENTRY, openDocumentProperties, openDocumentTitle } from '../../../src/parsing/open-document-meta.js';
 import { PORTABLE_IMAGE_TYPES } from '../../../src/parsing/portable-image-types.js';
 import { inspectZipArchive, officeDocumentLimits } from '../../../src/parsing/zip-inspection.js';
 
 export const ODT_CONTENT_TYPE = 'application/vnd.oasis.opendocument.text';
 const CONTENT_ENTRY = 'content.xml';
-const META_ENTRY = 'meta.xml';
 const MEDIA_SOURCE_PREFIX = 'odt-media:';
 const pictureTypes: Record<string, string> = {
   png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', svg: 'image/svg+xml',
@@ -39,7 +38,7 @@ function pictureType(partName: string): string {
 }
 
 function isKeptEntry(name: string): boolean {
-  return name === CONTENT_ENTRY || name === META_ENTRY || (name.startsWith('Pictures/') && PORTABLE_IMAGE_TYPES.has(pictureType(name)));
+  return name === CONTENT_ENTRY || name === OPEN_DOCUMENT_META_ENTRY || (name.startsWith('Pictures/') && PORTABLE_IMAGE_TYPES.has(pictureType(name)));
 }
 
 type XmlNode = ReturnType<typeof parseDocument>;
@@ -169,18 +168,6 @@ function blockHtml(node: XmlNode | XmlElement): string {
   return html;
 }
 
-function metaProperties(metaXml: string | undefined): Record<string, unknown> {
-  if (!metaXml) return {};
-  const keywords = [...metaXml.matchAll(/<meta:keyword>([\s\S]*?)<\/meta:keyword>/g)].map((match) => match[1]!);
-  return documentPropertyMetadata({
-    author: coreProperty(metaXml, 'dc:creator') ?? coreProperty(metaXml, 'meta:initial-creator'),
-    description: coreProperty(metaXml, 'dc:description') ?? coreProperty(metaXml, 'dc:subject'),
-    keywords: keywords.join(','),
-    created: coreDate(coreProperty(metaXml, 'meta:creation-date')),
-    modified: coreDate(coreProperty(metaXml, 'dc:date')),
-  });
-}
-
 async function parseOdt(data: Buffer): Promise<ParsedDocument> {
   if (data.length === 0) throw new DocumentParseError('ODT', 'the file is empty');
   const parts = await inspectZipArchive(data, 'ODT', officeDocumentLimits, isKeptEntry);
@@ -190,9 +177,9 @@ async function parseOdt(data: Buffer): Promise<ParsedDocument> {
   if (!body) throw new DocumentParseError('ODT', 'content.xml holds no text body (office:text): not a text document');
   const resolveImage = archivePictureResolver(MEDIA_SOURCE_PREFIX, parts, pictureType);
   const parsed = htmlToElements(blockHtml(body), { resolveImage });
-  const metaXml = parts.get(META_ENTRY)?.toString('utf8');
-  const title = coreProperty(metaXml, 'dc:title') ?? parsed.title;
-  const metadata = metaProperties(metaXml);
+  const metaXml = parts.get(OPEN_DOCUMENT_META_ENTRY)?.toString('utf8');
+  const title = openDocumentTitle(metaXml) ?? parsed.title;
+  const metadata = openDocumentProperties(metaXml);
   return { elements: parsed.elements, ...(title !== undefined ? { title } : {}), ...(Object.keys(metadata).length > 0 ? { metadata } : {}) };
 }
 
