@@ -56,6 +56,7 @@ const zipBasedTypes = new Set([
   'application/vnd.openxmlformats-officedocument.presentationml.presentation',
   'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
   'application/vnd.oasis.opendocument.text',
+  'application/vnd.oasis.opendocument.spreadsheet',
 ]);
 /** file-type also recognises some text formats; those are judged as text. */
 const textualDetections = new Set(['xml', 'vtt', 'ics', 'vcf', 'reg']);

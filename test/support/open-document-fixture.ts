@@ -1,7 +1,7 @@
 /**
- * OpenDocument text files written as LibreOffice writes them: the `mimetype` entry first and
- * stored (how the format is recognised), a manifest, meta.xml, and content.xml whose body the test
- * gives as ODF XML, so the parser is tested on the markup real documents have.
+ * OpenDocument files written as LibreOffice writes them: the `mimetype` entry first and stored
+ * (how the format is recognised), a manifest, meta.xml, and content.xml whose body the test gives
+ * as ODF XML, so the parsers are tested on the markup real documents and spreadsheets have.
  */
 import { buildZip, type ZipEntry } from './document-fixtures.js';
 
@@ -16,8 +16,8 @@ const NAMESPACES = [
   'xmlns:meta="urn:oasis:names:tc:opendocument:xmlns:meta:1.0"',
 ].join(' ');
 
-export interface OdtOptions {
-  /** The inside of office:text, as ODF XML. */
+export interface OpenDocumentOptions {
+  /** The inside of office:text (a text document) or office:spreadsheet, as ODF XML. */
   body: string;
   /** The inside of office:meta (dc:title, dc:creator, meta:keyword...); no meta.xml when absent. */
   meta?: string;
@@ -25,17 +25,21 @@ export interface OdtOptions {
   pictures?: Record<string, Buffer>;
 }
 
-export function buildOdt({ body, meta, pictures = {} }: OdtOptions): Buffer {
+const kinds = {
+  text: { mimetype: 'application/vnd.oasis.opendocument.text', body: 'office:text', declarations: '<text:sequence-decls><text:sequence-decl text:display-outline-level="0" text:name="Illustration"/></text:sequence-decls>' },
+  spreadsheet: { mimetype: 'application/vnd.oasis.opendocument.spreadsheet', body: 'office:spreadsheet', declarations: '<table:calculation-settings table:automatic-find-labels="false"/>' },
+};
+
+function buildOpenDocument(kind: keyof typeof kinds, { body, meta, pictures = {} }: OpenDocumentOptions): Buffer {
+  const { mimetype, body: bodyElement, declarations } = kinds[kind];
   const content = `<?xml version="1.0" encoding="UTF-8"?><office:document-content ${NAMESPACES} office:version="1.3">`
-    + '<office:automatic-styles/><office:body><office:text>'
-    + `<text:sequence-decls><text:sequence-decl text:display-outline-level="0" text:name="Illustration"/></text:sequence-decls>${body}`
-    + '</office:text></office:body></office:document-content>';
+    + `<office:automatic-styles/><office:body><${bodyElement}>${declarations}${body}</${bodyElement}></office:body></office:document-content>`;
   const entries: ZipEntry[] = [
-    { name: 'mimetype', data: Buffer.from('application/vnd.oasis.opendocument.text'), stored: true },
+    { name: 'mimetype', data: Buffer.from(mimetype), stored: true },
     {
       name: 'META-INF/manifest.xml',
       data: Buffer.from('<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.3">'
-        + '<manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.text"/>'
+        + `<manifest:file-entry manifest:full-path="/" manifest:media-type="${mimetype}"/>`
         + '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/></manifest:manifest>'),
     },
     { name: 'content.xml', data: Buffer.from(content) },
@@ -46,3 +50,9 @@ export function buildOdt({ body, meta, pictures = {} }: OdtOptions): Buffer {
   for (const [name, data] of Object.entries(pictures)) entries.push({ name: `Pictures/${name}`, data });
   return buildZip(entries);
 }
+
+/** An OpenDocument text (.odt). */
+export const buildOdt = (options: OpenDocumentOptions) => buildOpenDocument('text', options);
+
+/** An OpenDocument spreadsheet (.ods): `body` holds its table:table sheets. */
+export const buildOds = (options: OpenDocumentOptions) => buildOpenDocument('spreadsheet', options);
