@@ -9,8 +9,8 @@
  *
  * Calc writes a sheet's unused area as rows and columns repeated thousands of times
  * (`number-rows-repeated`, `number-columns-repeated`): empty ones are skipped without being
- * materialised, and repeated content is written at most MAX_REPEATS times. content.xml is read as
- * a stream (htmlparser2's Parser), not as a tree, so a large sheet is not held twice.
+ * materialised, and repeated content is written at most MAX_REPEATS times. content.xml is parsed
+ * tag by tag (htmlparser2's Parser), not into a tree, so a large sheet is not held twice.
  *
  * The zip container is checked before anything is inflated (src/parsing/zip-inspection.ts). The
  * title and properties come from meta.xml; the sheets' names and the number of rows are metadata.
