@@ -21,10 +21,10 @@ import type { DocumentElement, ParsedDocument, Parser, ParserInput, PluginDefini
 import { archivePictureResolver } from '../../../src/parsing/archive-pictures.js';
 import { DocumentParseError } from '../../../src/parsing/document-parse-error.js';
 import { collapseWhitespace } from '../../../src/parsing/document-properties.js';
-import { htmlToElements } from '../../../src/parsing/html-elements.js';
 import { escapeHtml } from '../../../src/parsing/html-escape.js';
 import { CORE_PROPERTIES_ENTRY, coreProperties, coreProperty } from '../../../src/parsing/office-core-properties.js';
 import { PORTABLE_IMAGE_TYPES } from '../../../src/parsing/portable-image-types.js';
+import { slideElements } from '../../../src/parsing/slide-elements.js';
 import { inspectZipArchive, officeDocumentLimits } from '../../../src/parsing/zip-inspection.js';
 
 const PRESENTATION_ENTRY = 'ppt/presentation.xml';
@@ -230,16 +230,9 @@ async function parsePptx(data: Buffer): Promise<ParsedDocument> {
     const relationships = relationshipTargets(parts.get(relationshipsEntryOf(slideName))?.toString('utf8'), slideName);
     const { title, html } = slideContent(parts.get(slideName)!.toString('utf8'), relationships);
     firstSlideTitle ??= title;
-    const headingPath = title === undefined ? [] : [title];
-    // A heading's path holds the headings above it, not itself.
-    if (title !== undefined) elements.push({ type: 'heading', level: 1, text: title, headingPath: [], page });
-    for (const element of htmlToElements(html, { resolveImage }).elements) elements.push({ ...element, headingPath, page });
     const notes = [...relationships.values()].find((relationship) => relationship.type.endsWith('/notesSlide'));
     const notesXml = notes ? parts.get(notes.target)?.toString('utf8') : undefined;
-    if (notesXml === undefined) return;
-    for (const element of htmlToElements(notesHtml(notesXml)).elements) {
-      elements.push({ ...element, headingPath, page, metadata: { ...element.metadata, speaker_notes: true } });
-    }
+    elements.push(...slideElements({ page, title, html, notesHtml: notesXml === undefined ? '' : notesHtml(notesXml) }, { resolveImage }));
   });
   const coreXml = parts.get(CORE_PROPERTIES_ENTRY)?.toString('utf8');
   const title = coreProperty(coreXml, 'dc:title') ?? firstSlideTitle;
