@@ -6,6 +6,7 @@ import { emailParserPlugin } from './email/index.js';
 import { htmlParserPlugin } from './html/index.js';
 import { jsonParserPlugin } from './json/index.js';
 import { markdownParserPlugin } from './markdown/index.js';
+import { odpParserPlugin } from './odp/index.js';
 import { odsParserPlugin } from './ods/index.js';
 import { odtParserPlugin } from './odt/index.js';
 import { pdfParserPlugin } from './pdf/index.js';
@@ -14,5 +15,5 @@ import { textParserPlugin } from './text/index.js';
 import { xlsxParserPlugin } from './xlsx/index.js';
 
 export const builtInParsers: ReadonlyArray<PluginDefinition<'parser'>> = [
-  textParserPlugin, markdownParserPlugin, htmlParserPlugin, pdfParserPlugin, docxParserPlugin, odtParserPlugin, pptxParserPlugin, xlsxParserPlugin, odsParserPlugin, csvParserPlugin, jsonParserPlugin, emailParserPlugin,
+  textParserPlugin, markdownParserPlugin, htmlParserPlugin, pdfParserPlugin, docxParserPlugin, odtParserPlugin, pptxParserPlugin, odpParserPlugin, xlsxParserPlugin, odsParserPlugin, csvParserPlugin, jsonParserPlugin, emailParserPlugin,
 ];

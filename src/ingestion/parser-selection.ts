@@ -57,6 +57,7 @@ const zipBasedTypes = new Set([
   'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
   'application/vnd.oasis.opendocument.text',
   'application/vnd.oasis.opendocument.spreadsheet',
+  'application/vnd.oasis.opendocument.presentation',
 ]);
 /** file-type also recognises some text formats; those are judged as text. */
 const textualDetections = new Set(['xml', 'vtt', 'ics', 'vcf', 'reg']);

@@ -294,7 +294,7 @@ for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[nu
 
       const refusals: Array<[string, Buffer | string, number, RegExp]> = [
         ['empty.pdf', Buffer.alloc(0), 400, /^File "empty\.pdf" is empty: there is nothing to index$/],
-        ['blob.txt', randomBytes(8192), 415, /^Unsupported file type: "blob\.txt" holds binary data of no supported format; supported: \.txt, .*\.pdf, \.docx, \.odt, \.pptx, \.xlsx, \.ods, \.csv/],
+        ['blob.txt', randomBytes(8192), 415, /^Unsupported file type: "blob\.txt" holds binary data of no supported format; supported: \.txt, .*\.pdf, \.docx, \.odt, \.pptx, \.odp, \.xlsx, \.ods, \.csv/],
         ['photo.docx', buildPng(), 415, /"photo\.docx" is PNG data \(image\/png\) by its content; supported: /],
       ];
       for (const [filename, content, status, detail] of refusals) {

@@ -2,7 +2,7 @@
  * OpenDocument text through the API: headings with their levels, paragraphs, footnotes, nested
  * lists, tables with header rows, sections, pictures and text boxes in document order; tracked
  * deletions, comments and the table of contents left out; title and properties from meta.xml;
- * damaged files fail naming the stage; OpenDocument presentations are refused.
+ * damaged files fail naming the stage; OpenDocument drawings are refused.
  */
 import t from 'tap';
 import { assertError } from '../support/assertions.js';
@@ -86,7 +86,7 @@ for (const backend of testBackends()) {
       t.same((await keyword('reviewer pilots check')).results.filter((result: { text: string }) => result.text.includes('Check')), [], 'nor is a comment');
     });
 
-    await t.test('a damaged document fails naming the stage; a presentation is refused', async (t) => {
+    await t.test('a damaged document fails naming the stage; a drawing is refused', async (t) => {
       const truncated = await upload('truncated.odt', RULES.subarray(0, Math.floor(RULES.length / 2)));
       t.equal(truncated.statusCode, 202, truncated.body);
       const withoutContent = await upload('hollow.odt', buildZip([{ name: 'mimetype', data: Buffer.from(ODT_TYPE), stored: true }]));
@@ -95,8 +95,8 @@ for (const backend of testBackends()) {
       t.match(await documentOf(truncated.json().id), { status: 'failed', error: /^parsing failed: ODT zip container: the archive is truncated or damaged \(/ });
       t.match(await documentOf(withoutContent.json().id), { status: 'failed', error: 'parsing failed: ODT: the archive holds no document text (content.xml)' });
 
-      const presentation = buildZip([{ name: 'mimetype', data: Buffer.from('application/vnd.oasis.opendocument.presentation'), stored: true }]);
-      assertError(t, await upload('slides.odp', presentation, 'application/octet-stream'), 415, /"slides\.odp" is ODP data \(application\/vnd\.oasis\.opendocument\.presentation\) by its content; supported: .*\.odt/, 'a presentation');
+      const drawing = buildZip([{ name: 'mimetype', data: Buffer.from('application/vnd.oasis.opendocument.graphics'), stored: true }]);
+      assertError(t, await upload('plan.odg', drawing, 'application/octet-stream'), 415, /"plan\.odg" is ODG data \(application\/vnd\.oasis\.opendocument\.graphics\) by its content; supported: .*\.odt/, 'a drawing');
       assertError(t, await upload('photo.odt', buildPng(), 'image/png'), 415, /"photo\.odt" is PNG data/, 'a picture named .odt');
     });
   });

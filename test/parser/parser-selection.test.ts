@@ -76,7 +76,7 @@ t.test('unsupported binary data is refused with 415 naming the supported types',
     'a whole zip without word/document.xml is not a DOCX');
   t.match(await refusal('blob.txt', randomBytes(4096), 'text/plain'), [415, /"blob\.txt" holds binary data of no supported format/], 'random bytes named .txt');
   t.match(await refusal('empty.md', ''), [400, 'File "empty.md" is empty: there is nothing to index']);
-  t.equal(supportedTypesDescription(parsers).split(' (')[0], '.txt, .text, .log, .md, .markdown, .mdx, .html, .htm, .xhtml, .pdf, .docx, .odt, .pptx, .xlsx, .ods, .csv, .tsv, .tab, .json, .jsonl, .ndjson, .eml');
+  t.equal(supportedTypesDescription(parsers).split(' (')[0], '.txt, .text, .log, .md, .markdown, .mdx, .html, .htm, .xhtml, .pdf, .docx, .odt, .pptx, .odp, .xlsx, .ods, .csv, .tsv, .tab, .json, .jsonl, .ndjson, .eml');
 });
 
 t.test('text: the name picks among text formats; the content decides when the name does not', async (t) => {

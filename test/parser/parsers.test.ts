@@ -20,7 +20,7 @@ const outline = (elements: DocumentElement[]): unknown[] =>
   );
 
 t.test('builtInParsers lists every format', async (t) => {
-  const names = ['text', 'markdown', 'html', 'pdf', 'docx', 'odt', 'pptx', 'xlsx', 'ods', 'csv', 'json', 'email'];
+  const names = ['text', 'markdown', 'html', 'pdf', 'docx', 'odt', 'pptx', 'odp', 'xlsx', 'ods', 'csv', 'json', 'email'];
   t.same(builtInParsers.map((plugin) => [plugin.kind, plugin.name]), names.map((name) => ['parser', name]));
   const parsers = builtInParsers.map((plugin) => plugin.create({}, {}));
   t.same(parsers.map((parser) => parser.name), names);

@@ -14,10 +14,11 @@ const NAMESPACES = [
   'xmlns:xlink="http://www.w3.org/1999/xlink"',
   'xmlns:dc="http://purl.org/dc/elements/1.1/"',
   'xmlns:meta="urn:oasis:names:tc:opendocument:xmlns:meta:1.0"',
+  'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"',
 ].join(' ');
 
 export interface OpenDocumentOptions {
-  /** The inside of office:text (a text document) or office:spreadsheet, as ODF XML. */
+  /** The inside of office:text, office:spreadsheet or office:presentation, as ODF XML. */
   body: string;
   /** The inside of office:meta (dc:title, dc:creator, meta:keyword...); no meta.xml when absent. */
   meta?: string;
@@ -28,6 +29,7 @@ export interface OpenDocumentOptions {
 const kinds = {
   text: { mimetype: 'application/vnd.oasis.opendocument.text', body: 'office:text', declarations: '<text:sequence-decls><text:sequence-decl text:display-outline-level="0" text:name="Illustration"/></text:sequence-decls>' },
   spreadsheet: { mimetype: 'application/vnd.oasis.opendocument.spreadsheet', body: 'office:spreadsheet', declarations: '<table:calculation-settings table:automatic-find-labels="false"/>' },
+  presentation: { mimetype: 'application/vnd.oasis.opendocument.presentation', body: 'office:presentation', declarations: '' },
 };
 
 function buildOpenDocument(kind: keyof typeof kinds, { body, meta, pictures = {} }: OpenDocumentOptions): Buffer {
@@ -56,3 +58,6 @@ export const buildOdt = (options: OpenDocumentOptions) => buildOpenDocument('tex
 
 /** An OpenDocument spreadsheet (.ods): `body` holds its table:table sheets. */
 export const buildOds = (options: OpenDocumentOptions) => buildOpenDocument('spreadsheet', options);
+
+/** An OpenDocument presentation (.odp): `body` holds its draw:page slides. */
+export const buildOdp = (options: OpenDocumentOptions) => buildOpenDocument('presentation', options);
