@@ -9,7 +9,7 @@ import { chunkKeysInScope } from './document-scope.js';
 import { parseFilter } from './filters/parse-filter.js';
 import { splitTenantEquality } from './filters/tenant-equality.js';
 import { highlightSpans, highlightTerms, type Highlight } from './highlights.js';
-import { documentsOfChunks, limitPerDocument, MAX_LIMITED_DEPTH } from './per-document-limit.js';
+import { learnDocumentsOfChunks, limitPerDocument, MAX_LIMITED_DEPTH } from './per-document-limit.js';
 import type { QueryCache } from './query-cache.js';
 import type { QueryEventRecorder } from './query-events.js';
 import type { CollectionQueryInput } from './query-request.js';
@@ -218,8 +218,10 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   const perDocument = input.max_per_document;
   if (perDocument !== undefined) {
     const limitStart = performance.now();
+    const documentOf = new Map<number, string | null>();
     for (;;) {
-      const limited = limitPerDocument(eligible, await documentsOfChunks(runtime.sql, eligible.map((hit) => hit.key)), perDocument);
+      await learnDocumentsOfChunks(runtime.sql, eligible.map((hit) => hit.key), documentOf);
+      const limited = limitPerDocument(eligible, documentOf, perDocument);
       if (limited.length >= candidates || exhausted || depth >= MAX_LIMITED_DEPTH) {
         eligible = limited;
         break;

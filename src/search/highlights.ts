@@ -11,14 +11,12 @@
  * whole phrase.
  */
 import { analyzeForIndex } from '../text/english-analyzer.js';
+import { bigramScriptCharacter, letterOrDigitRun } from '../text/unicode-tokenizer.js';
 
 export interface Highlight {
   start: number;
   end: number;
 }
-
-const letterOrDigitRun = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu;
-const bigramScriptCharacter = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Hangul}\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=Myanmar}]/u;
 
 /** The query's terms, as the keyword index looks them up. */
 export function highlightTerms(query: string): ReadonlySet<string> {
@@ -28,8 +26,13 @@ export function highlightTerms(query: string): ReadonlySet<string> {
 const matches = (text: string, terms: ReadonlySet<string>) => analyzeForIndex(text).some((term) => terms.has(term));
 
 /** Code points of a run with their offsets, in segments of bigram-script characters and of others. */
-function segmentsOf(run: string, offset: number): Array<{ bigramScript: boolean; characters: Array<{ text: string; start: number }> }> {
-  const segments: Array<{ bigramScript: boolean; characters: Array<{ text: string; start: number }> }> = [];
+interface Segment {
+  bigramScript: boolean;
+  characters: Array<{ text: string; start: number }>;
+}
+
+function segmentsOf(run: string, offset: number): Segment[] {
+  const segments: Segment[] = [];
   let position = offset;
   for (const character of run) {
     const bigramScript = bigramScriptCharacter.test(character);

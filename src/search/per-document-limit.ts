@@ -8,14 +8,18 @@ import type { SqlRunner } from '../plugins.js';
 
 export const MAX_PER_DOCUMENT_LIMIT = 100;
 
-/** How deep the lists may go to fill the results: the deepest list a query may ask for anyway. */
+/** How deep the lists may go to fill the results: twice the deepest a hybrid query at the largest top_k (1,000) asks for. */
 export const MAX_LIMITED_DEPTH = 4000;
 
-/** The document of each chunk key; null for a raw vector. A key whose chunk is gone is absent. */
-export async function documentsOfChunks(sql: SqlRunner, keys: readonly number[]): Promise<Map<number, string | null>> {
-  if (keys.length === 0) return new Map();
-  const rows = await sql<{ key: number | string; document_id: string | null }>('select key, document_id from chunks where key = any(?::bigint[])', [[...keys]]);
-  return new Map(rows.map((row) => [Number(row.key), row.document_id]));
+/**
+ * Adds to `known` the document of each key it lacks (null for a raw vector; a key whose chunk is
+ * gone stays absent): a deeper search's list starts with the keys an earlier one looked up.
+ */
+export async function learnDocumentsOfChunks(sql: SqlRunner, keys: readonly number[], known: Map<number, string | null>): Promise<void> {
+  const unknown = keys.filter((key) => !known.has(key));
+  if (unknown.length === 0) return;
+  const rows = await sql<{ key: number | string; document_id: string | null }>('select key, document_id from chunks where key = any(?::bigint[])', [unknown]);
+  for (const row of rows) known.set(Number(row.key), row.document_id);
 }
 
 /**

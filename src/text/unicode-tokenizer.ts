@@ -22,14 +22,17 @@ import { foldForSearch } from './search-folding.js';
  * A letter or digit, then letters, digits and combining marks: marks continue a token because
  * scripts such as Devanagari write vowels with them, but never start one.
  */
-const letterOrDigitRun = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu; // only used through matchAll, which copies it
+export const letterOrDigitRun = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu; // only used through matchAll, which copies it
 
 /**
  * Scripts indexed as bigrams, by script extension, so the marks kana words are written with
  * (the long-vowel mark "ー", the iteration mark "々") stay inside the run. Punctuation of these
  * scripts ("。", "・") never reaches this test: it is no letter, so letterOrDigitRun drops it.
  */
-const bigramScriptRun = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Hangul}\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=Myanmar}]+/gu;
+const bigramScriptClass = '[\\p{scx=Han}\\p{scx=Hiragana}\\p{scx=Katakana}\\p{scx=Hangul}\\p{scx=Thai}\\p{scx=Lao}\\p{scx=Khmer}\\p{scx=Myanmar}]';
+const bigramScriptRun = new RegExp(`${bigramScriptClass}+`, 'gu');
+/** One character of a script indexed as bigrams (tested on its own, no `g` flag). */
+export const bigramScriptCharacter = new RegExp(bigramScriptClass, 'u');
 
 /** Below U+0E00 (the Thai block) there is no character of those scripts. */
 const firstBigramScriptCodeUnit = 0x0e00;
