@@ -7,6 +7,7 @@
 import t, { type Test } from 'tap';
 import { MAX_CONTEXT_WINDOW } from '../../src/search/context-window.js';
 import { adminTestApp, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
+import { assertError } from '../support/assertions.js';
 import { jsonRequests } from '../support/json-requests.js';
 
 interface Context { text: string; first_chunk_index: number; last_chunk_index: number }
@@ -27,9 +28,7 @@ for (const backend of testBackends()) {
 
     const query = (body: Record<string, unknown>) => ok<QueryAnswer>('POST', '/v1/collections/windows/query', { search_mode: 'keyword', ...body });
     async function refused(t: Test, body: Record<string, unknown>, what: string) {
-      const response = await request('POST', '/v1/collections/windows/query', { query: 'alpha', ...body });
-      t.equal(response.statusCode, 400, `${what}: ${response.body}`);
-      t.match(response.json().detail, /context_window/, `${what}: the detail names the field`);
+      assertError(t, await request('POST', '/v1/collections/windows/query', { query: 'alpha', ...body }), 400, /context_window/, `${what}: the detail names the field;`);
     }
 
     await ok('POST', '/v1/collections', { name: 'windows', chunk_size: 120, chunk_overlap: 40, chunk_strategy: 'recursive' });

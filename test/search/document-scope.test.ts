@@ -4,9 +4,10 @@
  * listed documents' chunks come back, in every mode, however low they rank in the collection;
  * ranking statistics stay the collection's; tenants, batch items, the cache and bad input.
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { MAX_SCOPED_DOCUMENTS } from '../../src/search/document-scope.js';
 import { adminTestApp, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
+import { assertError } from '../support/assertions.js';
 import { jsonRequests } from '../support/json-requests.js';
 
 interface Result { id: string; document_id: string | null; text: string; score: number }
@@ -29,13 +30,6 @@ for (const backend of testBackends()) {
     const { request, ok } = jsonRequests(app, admin);
 
     const query = (collection: string, body: Record<string, unknown>) => ok<QueryAnswer>('POST', `/v1/collections/${collection}/query`, body);
-    /** A 4xx `{detail}`; returns the detail. */
-    async function refused(t: Test, response: Awaited<ReturnType<typeof request>>, status: number, what: string): Promise<string> {
-      t.equal(response.statusCode, status, `${what}: ${response.body}`);
-      const detail = response.json().detail;
-      t.type(detail, 'string', `${what}: says why`);
-      return detail;
-    }
     const createCollection = (body: Record<string, unknown>) => ok('POST', '/v1/collections', body);
     /** Uploads each text as its own file; returns the document ids in the same order. */
     async function upload(collection: string, texts: string[], metadata: Record<string, unknown> = {}): Promise<string[]> {
@@ -109,10 +103,10 @@ for (const backend of testBackends()) {
         const own = await query('tenants', { query: 'moon notes', search_mode: mode, min_score: -1, filters: { tenant: 'a' }, document_ids: [aId] });
         t.same(own.results.map((result) => result.document_id), [aId], `${mode}: a's own document`);
         const other = await request('POST', '/v1/collections/tenants/query', { query: 'moon notes', search_mode: mode, filters: { tenant: 'a' }, document_ids: [aId, bId] });
-        t.equal(await refused(t, other, 404, `${mode}: b's document asked for as a`), `document_ids: document ${bId} not found in collection tenants`, 'the same answer as for a document that does not exist');
+        assertError(t, other, 404, `document_ids: document ${bId} not found in collection tenants`, `${mode}: b's document asked for as a, the same answer as for a document that does not exist:`);
       }
       const missingTenant = await request('POST', '/v1/collections/tenants/query', { query: 'moon', document_ids: [aId] });
-      t.match(await refused(t, missingTenant, 400, 'no tenant'), /filters\.tenant/, 'the tenant is still required');
+      assertError(t, missingTenant, 400, /filters\.tenant/, 'no tenant: the tenant is still required;');
     });
 
     await t.test('batch items may be scoped, each answering or failing on its own', async (t) => {
@@ -148,32 +142,32 @@ for (const backend of testBackends()) {
       const deleted = await request('DELETE', `/v1/collections/deleting/documents/${deletedId}`);
       t.equal(deleted.statusCode, 204, deleted.body);
       const after = await request('POST', '/v1/collections/deleting/query', { query: 'moon', document_ids: [keptId, deletedId] });
-      t.equal(await refused(t, after, 404, 'after the delete'), `document_ids: document ${deletedId} not found in collection deleting`);
+      assertError(t, after, 404, `document_ids: document ${deletedId} not found in collection deleting`, 'after the delete:');
     });
 
     await t.test('bad input is a 4xx naming the problem', async (t) => {
       const url = '/v1/collections/moon/query';
-      t.match(await refused(t, await request('POST', url, { query: 'moon', document_ids: [] }), 400, 'empty list'), /document_ids/);
-      t.match(await refused(t, await request('POST', url, { query: 'moon', document_ids: ['doc-1'] }), 400, 'not a uuid'), /document_ids/);
-      t.match(await refused(t, await request('POST', url, { query: 'moon', document_ids: weakId }), 400, 'not a list'), /document_ids/);
+      assertError(t, await request('POST', url, { query: 'moon', document_ids: [] }), 400, /document_ids/, 'empty list:');
+      assertError(t, await request('POST', url, { query: 'moon', document_ids: ['doc-1'] }), 400, /document_ids/, 'not a uuid:');
+      assertError(t, await request('POST', url, { query: 'moon', document_ids: weakId }), 400, /document_ids/, 'not a list:');
       const tooMany = Array.from({ length: MAX_SCOPED_DOCUMENTS + 1 }, (_, index) => `00000000-0000-4000-8000-${String(index).padStart(12, '0')}`);
-      t.match(await refused(t, await request('POST', url, { query: 'moon', document_ids: tooMany }), 400, 'too many'), /document_ids/);
+      assertError(t, await request('POST', url, { query: 'moon', document_ids: tooMany }), 400, /document_ids/, 'too many:');
 
       const unknown = Array.from({ length: 7 }, (_, index) => `00000000-0000-4000-8000-${String(index).padStart(12, '0')}`);
-      t.equal(
-        await refused(t, await request('POST', url, { query: 'moon', document_ids: [weakId, ...unknown] }), 404, 'seven unknown'),
-        `document_ids: documents ${unknown.slice(0, 5).join(', ')} and 2 more not found in collection moon`,
+      assertError(
+        t, await request('POST', url, { query: 'moon', document_ids: [weakId, ...unknown] }), 404,
+        `document_ids: documents ${unknown.slice(0, 5).join(', ')} and 2 more not found in collection moon`, 'seven unknown:',
       );
       const upper = await query('moon', { query: 'moon', search_mode: 'keyword', min_score: -1, document_ids: [weakId!.toUpperCase()] });
       t.same(upper.results.map((result) => result.document_id), [weakId], 'an id in upper case is the same document');
 
       const [otherCollectionDocument] = await upload('filtered', ['Moon elsewhere.']);
-      t.equal(
-        await refused(t, await request('POST', url, { query: 'moon', document_ids: [otherCollectionDocument] }), 404, 'a document of another collection'),
-        `document_ids: document ${otherCollectionDocument} not found in collection moon`,
+      assertError(
+        t, await request('POST', url, { query: 'moon', document_ids: [otherCollectionDocument] }), 404,
+        `document_ids: document ${otherCollectionDocument} not found in collection moon`, 'a document of another collection:',
       );
       const across = await request('POST', '/v1/query', { query: 'moon', collections: ['moon', 'filtered'], document_ids: [weakId] });
-      t.match(await refused(t, across, 400, '/v1/query'), /document_ids/, 'a multi-collection query takes no document scope');
+      assertError(t, across, 400, /document_ids/, '/v1/query: a multi-collection query takes no document scope;');
     });
   });
 }
