@@ -67,6 +67,8 @@ for (const backend of testBackends()) {
 
       const ferry = await app.inject({ method: 'POST', url: '/v1/collections/sheets/query', headers: admin, payload: { query: 'ferry fee', search_mode: 'keyword' } });
       t.match(ferry.json().results[0], { document_title: 'Harbour fees', text: /Vessel: Ferry/, metadata: { heading_path: ['Fees'] } });
+      const notesOnly = await app.inject({ method: 'POST', url: '/v1/collections/sheets/query', headers: admin, payload: { query: 'ferry dredging', search_mode: 'keyword', filters: { heading_path: 'Notes' } } });
+      t.same(notesOnly.json().results.map((result: { text: string }) => result.text), ['Notes\n\nDredging from May to July'], 'a sheet\'s rows by its heading: filters {heading_path: "Notes"}');
       const comment = await app.inject({ method: 'POST', url: '/v1/collections/sheets/query', headers: admin, payload: { query: 'check the rate clerk', search_mode: 'keyword' } });
       t.same(comment.json().results, [], 'a comment is not the sheet\'s text');
     });
