@@ -11,6 +11,7 @@ import { splitTenantEquality } from './filters/tenant-equality.js';
 import { highlightSpans, highlightTerms, type Highlight } from './highlights.js';
 import { learnDocumentsOfChunks, limitPerDocument, MAX_LIMITED_DEPTH } from './per-document-limit.js';
 import type { QueryCache } from './query-cache.js';
+import { queryEmbedding, queryEmbeddingDigest } from './query-embedding.js';
 import type { QueryEventRecorder } from './query-events.js';
 import type { CollectionQueryInput } from './query-request.js';
 import { reciprocalRankFusion } from './reciprocal-rank-fusion.js';
@@ -25,10 +26,11 @@ export const DEFAULT_RRF_K = 60;
  * bench/quality on Cranfield at k = 60: keyword 6 : semantic 1 gives nDCG@10 0.369 and
  * recall@100 0.744, above BM25 alone (0.363 / 0.740), while 1 : 1 falls below it (0.355), because
  * the hashing embedder is lexical and mostly repeats what BM25 knows. Hosted models carry meaning
- * BM25 lacks, so they keep the neutral 1 : 1 of standard RRF until a benchmark says otherwise.
+ * BM25 lacks, so they keep the neutral 1 : 1 of standard RRF until a benchmark says otherwise; so
+ * does a query that brings its own vector (`embedding`), which comes from the client's model.
  */
-export function defaultFusionWeights(collection: CollectionRecord): { keyword: number; semantic: number } {
-  return collection.embeddingProvider === 'local' ? { keyword: 6, semantic: 1 } : { keyword: 1, semantic: 1 };
+export function defaultFusionWeights(collection: CollectionRecord, ownEmbedding = false): { keyword: number; semantic: number } {
+  return collection.embeddingProvider === 'local' && !ownEmbedding ? { keyword: 6, semantic: 1 } : { keyword: 1, semantic: 1 };
 }
 /** Each list feeding the fusion is this deep at least, so a document ranked low in one list can still win. */
 const MIN_FUSION_DEPTH = 50;
@@ -109,9 +111,10 @@ async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
 /** JSON writes both infinities as null: a `min_score` (or filter bound) of 1e400 and -1e400 shared an entry. */
 const keepInfinities = (_key: string, value: unknown) => (value === Infinity || value === -Infinity ? String(value) : value);
 
-function cacheKey(collection: CollectionRecord, input: CollectionQueryInput): string {
-  const { skip_cache: _skip, ...rest } = input;
-  return `${collection.id}:${collection.writeVersion}:${JSON.stringify(rest, keepInfinities)}`;
+function cacheKey(collection: CollectionRecord, input: CollectionQueryInput, embedding: Float32Array | undefined): string {
+  const { skip_cache: _skip, embedding: _values, ...rest } = input;
+  const vector = embedding ? `:${queryEmbeddingDigest(embedding)}` : '';
+  return `${collection.id}:${collection.writeVersion}${vector}:${JSON.stringify(rest, keepInfinities)}`;
 }
 
 /** Runs one query against one collection: semantic, keyword (BM25) or hybrid (RRF of both). */
@@ -125,14 +128,15 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   // The stores keep tenants apart by their text: compared again as JSON values by the filter, the
   // number 5 and the string "5" were two tenants to results that shared one set of BM25 statistics.
   const filter = splitTenantEquality(requestFilter, collection.tenantField).rest;
-  const weights = defaultFusionWeights(collection);
+  const givenEmbedding = input.embedding ? queryEmbedding(collection, mode, input.embedding) : undefined;
+  const weights = defaultFusionWeights(collection, givenEmbedding !== undefined);
   const keywordWeight = input.keyword_weight ?? weights.keyword;
   const semanticWeight = input.semantic_weight ?? weights.semantic;
   if (mode === 'hybrid' && keywordWeight === 0 && semanticWeight === 0) {
     throw new BadRequestError('keyword_weight and semantic_weight are both 0: hybrid fusion would rank nothing (set one above 0)');
   }
 
-  const key = cacheKey(collection, input);
+  const key = cacheKey(collection, input, givenEmbedding);
   const cacheTtl = await runtime.cacheTtlSeconds();
   if (!input.skip_cache) {
     const cached = runtime.cache.get(key, cacheTtl);
@@ -157,8 +161,8 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
     timings[stage] = round((timings[stage] ?? 0) + milliseconds);
   };
   // Embedded once, however many depths the per-document limit makes the query search at.
-  let queryEmbedding: Promise<Float32Array> | undefined;
-  const embedQuery = () => (queryEmbedding ??= (async () => {
+  let queryVector = givenEmbedding ? Promise.resolve(givenEmbedding) : undefined;
+  const embedQuery = () => (queryVector ??= (async () => {
     const [embedded, embeddingMs] = await timed(() => runtime.embeddingModelFor(collection).embed([input.query], 'query'));
     timings.embedding_ms = round(embeddingMs);
     return embedded.vectors[0]!;

@@ -4,6 +4,7 @@ import { stringEnum } from '../http/string-enum.js';
 import { MAX_CONTEXT_WINDOW } from './context-window.js';
 import { MAX_SCOPED_DOCUMENTS } from './document-scope.js';
 import { MAX_PER_DOCUMENT_LIMIT } from './per-document-limit.js';
+import { MAX_QUERY_EMBEDDING_LENGTH } from './query-embedding.js';
 
 export const MAX_TOP_K = 1000;
 
@@ -26,6 +27,11 @@ export const QueryOptionsFields = {
     minimum: 0,
     maximum: MAX_CONTEXT_WINDOW,
     description: 'each result also carries `context`: its chunk with up to this many chunks of its document before and after, as one text; default 0 (none)',
+  })),
+  embedding: Type.Optional(Type.Array(Type.Number(), {
+    minItems: 1,
+    maxItems: MAX_QUERY_EMBEDDING_LENGTH,
+    description: 'the query\'s own vector, searched instead of the collection model\'s embedding of `query` (semantic and hybrid; keyword ranks by `query`): for vectors upserted from a model the service does not run. Its length must equal the collection\'s dimension',
   })),
   rrf_k: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'RRF constant k (hybrid); default 60' })),
   keyword_weight: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'weight of the BM25 list in hybrid fusion' })),
