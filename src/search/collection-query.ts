@@ -5,7 +5,7 @@ import { tenantText } from '../documents/metadata-rules.js';
 import { BadRequestError } from '../errors.js';
 import type { EmbeddingModel, Reranker, SqlRunner } from '../plugins.js';
 import { attachContextWindows, type ResultContext } from './context-window.js';
-import { chunkKeysInScope } from './document-scope.js';
+import { documentScope, type DocumentNotReady } from './document-scope.js';
 import { parseFilter } from './filters/parse-filter.js';
 import { splitTenantEquality } from './filters/tenant-equality.js';
 import { highlightSpans, highlightTerms, type Highlight } from './highlights.js';
@@ -76,6 +76,8 @@ export interface QueryResponse {
   search_mode: SearchMode;
   total: number;
   timings: QueryTimings;
+  /** With `document_ids`: the listed documents that are not ready, in the order listed. */
+  documents_not_ready?: DocumentNotReady[];
 }
 
 export interface QueryRuntime {
@@ -150,9 +152,10 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
 
   const timings: QueryTimings = { total_ms: 0 };
   let keys: number[] | undefined;
+  let notReady: DocumentNotReady[] | undefined;
   if (input.document_ids) {
-    const [scopeKeys, scopeMs] = await timed(() => chunkKeysInScope(runtime.sql, collection, input.document_ids!, tenant));
-    keys = scopeKeys;
+    const [scope, scopeMs] = await timed(() => documentScope(runtime.sql, collection, input.document_ids!, tenant));
+    ({ keys, notReady } = scope);
     timings.scope_ms = round(scopeMs);
   }
   const reranking = rerankRequested(collection, input.rerank);
@@ -265,8 +268,13 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   }
   if (input.multimodal) await attachMultimodalElements(runtime.sql, collection, results);
   timings.total_ms = round(performance.now() - started);
-  const response: QueryResponse = { results, query: input.query, collection: collection.name, search_mode: mode, total: results.length, timings };
-  runtime.cache.set(key, response, cacheTtl);
+  const response: QueryResponse = {
+    results, query: input.query, collection: collection.name, search_mode: mode, total: results.length, timings,
+    ...(notReady ? { documents_not_ready: notReady } : {}),
+  };
+  // An answer from documents still being indexed is provisional: the write version moves before
+  // they turn ready, so a cached copy could outlive their status.
+  if (!notReady?.length) runtime.cache.set(key, response, cacheTtl);
   runtime.events.record({ collectionId: collection.id, query: input.query, searchMode: mode, resultCount: results.length, latencyMs: timings.total_ms, cached: false, at: new Date() });
   return response;
 }

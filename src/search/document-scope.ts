@@ -14,16 +14,36 @@ import type { SqlRunner } from '../plugins.js';
 export const MAX_SCOPED_DOCUMENTS = 100;
 
 /**
- * Keys of the chunks of the listed documents, the only ones the search indexes may return; 404
- * naming the documents the collection does not hold (for the tenant, when it has a tenant field).
+ * A listed document that is not `ready`: the answer holds what of it is indexed (nothing while it
+ * is pending, its earlier chunks while it is reprocessed, whatever a failure left), and says so,
+ * since "answer from the file I just uploaded" is asked before the file is indexed.
  */
-export async function chunkKeysInScope(sql: SqlRunner, collection: CollectionRecord, documentIds: readonly string[], tenant: string | null): Promise<number[]> {
+export interface DocumentNotReady {
+  id: string;
+  status: string;
+  progress: unknown;
+  error: string | null;
+}
+
+export interface DocumentScope {
+  /** Keys of the chunks of the listed documents, the only ones the search indexes may return. */
+  keys: number[];
+  notReady: DocumentNotReady[];
+}
+
+/**
+ * The chunks and readiness of the listed documents; 404 naming the documents the collection does
+ * not hold (for the tenant, when it has a tenant field).
+ */
+export async function documentScope(sql: SqlRunner, collection: CollectionRecord, documentIds: readonly string[], tenant: string | null): Promise<DocumentScope> {
   const listed = [...new Set(documentIds.map((id) => id.toLowerCase()))];
   // By id alone, the collection and tenant checked here: given `collection_id = ?` too, the
   // embedded database (no statistics) read every document of the collection through its
   // (collection, status) index to find the listed ones.
-  const rows = (await sql<{ id: string; collection_id: string; tenant: string | null; key: number | string | null }>(
-    `select document.id, document.collection_id, document.tenant, chunk.key
+  const rows = (await sql<{ id: string; collection_id: string; tenant: string | null; status: string; progress: unknown; error: string | null; key: number | string | null }>(
+    `select document.id, document.collection_id, document.tenant, document.status,
+            -- Repeated on every chunk's row: read only where it is reported.
+            case when document.status <> 'ready' then document.progress end as progress, document.error, chunk.key
        from documents document left join chunks chunk on chunk.document_id = document.id
       where document.id = any(?::uuid[])`,
     [listed],
@@ -34,5 +54,12 @@ export async function chunkKeysInScope(sql: SqlRunner, collection: CollectionRec
     const shown = missing.slice(0, 5).join(', ') + (missing.length > 5 ? ` and ${missing.length - 5} more` : '');
     throw new NotFoundError(`document_ids: ${missing.length === 1 ? 'document' : 'documents'} ${shown} not found in collection ${collection.name}`);
   }
-  return rows.flatMap((row) => (row.key === null ? [] : [Number(row.key)]));
+  const notReady = new Map<string, DocumentNotReady>();
+  for (const row of rows) {
+    if (row.status !== 'ready' && !notReady.has(row.id)) notReady.set(row.id, { id: row.id, status: row.status, progress: row.progress, error: row.error });
+  }
+  return {
+    keys: rows.flatMap((row) => (row.key === null ? [] : [Number(row.key)])),
+    notReady: listed.flatMap((id) => notReady.get(id) ?? []),
+  };
 }

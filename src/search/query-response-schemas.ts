@@ -5,6 +5,7 @@
  */
 import { Type } from 'typebox';
 import { SEARCH_MODES } from '../db/entities/index.js';
+import { DocumentView } from '../documents/document-response-schemas.js';
 import { stringEnum } from '../http/string-enum.js';
 
 /** An image shown beside a result with `multimodal: true` (MultimodalElement of multimodal-elements.ts). */
@@ -63,6 +64,11 @@ const FusedQueryResult = Type.Object({
   collection_score: Type.Number({ description: 'the score within its own collection' }),
 }, { additionalProperties: false });
 
+/** With `document_ids`: the listed documents that are not ready (DocumentNotReady of document-scope.ts). */
+const DocumentsNotReady = Type.Array(Type.Pick(DocumentView, ['id', 'status', 'progress', 'error']), {
+  description: 'with `document_ids`: the listed documents not yet (or no longer) ready, in the order listed; the results hold only what of them is indexed. Such an answer is not cached',
+});
+
 /** What each stage took; a stage that did not run is absent. */
 const StageTimings = Type.Object({
   scope_ms: Type.Optional(Type.Number({ description: 'finding the chunks of document_ids' })),
@@ -93,6 +99,7 @@ export const CollectionQueryResponse = Type.Object({
   search_mode: stringEnum(SEARCH_MODES, { description: 'the mode that ran: the request\'s, else the collection\'s default' }),
   total: Type.Integer({ minimum: 0, description: 'the number of results returned' }),
   timings: QueryTimings,
+  documents_not_ready: Type.Optional(DocumentsNotReady),
 }, { additionalProperties: false });
 
 /** POST /v1/query: results of several collections fused by rank. */
@@ -114,6 +121,7 @@ const BatchQueryAnswer = Type.Object({
   results: Type.Array(QueryResult),
   total: Type.Integer({ minimum: 0 }),
   timings: QueryTimings,
+  documents_not_ready: Type.Optional(DocumentsNotReady),
 }, { additionalProperties: false });
 
 const BatchQueryError = Type.Object({

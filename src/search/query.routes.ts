@@ -65,7 +65,8 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
       try {
         const collection = await findCollection(services.collections, actor, name);
         const response = await queryCollection(queryRuntime, collection, item);
-        results.push({ collection: name, query: item.query, results: response.results, total: response.total, timings: response.timings });
+        const { results: itemResults, total, timings, documents_not_ready } = response;
+        results.push({ collection: name, query: item.query, results: itemResults, total, timings, ...(documents_not_ready ? { documents_not_ready } : {}) });
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         results.push({ collection: name, query: item.query, error: { status: error.status, detail: error.message } });

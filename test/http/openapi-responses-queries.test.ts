@@ -2,7 +2,8 @@
  * The success bodies the OpenAPI document describes for the query, vector, usage, auth and admin
  * user and API-key routes are the ones they answer (test/support/openapi-responses.ts), with each
  * variant that changes the shape: every search mode, a cached answer, a reranked one, multimodal
- * elements, a batch item error, whoami of a session, a key and a pinned key.
+ * elements, a query with its own vector, a scoped one naming a document not ready (with context
+ * windows and highlights), a batch item error, whoami of a session, a key and a pinned key.
  */
 import type { InjectOptions } from 'fastify';
 import t, { type Test } from 'tap';
@@ -78,6 +79,15 @@ for (const backend of testBackends()) {
       t.ok(reranked.results.every((result: { scores: { rerank?: number } }) => typeof result.scores.rerank === 'number'));
       const multimodal = await query(t, { query: 'cranes unload container ships', search_mode: 'keyword', multimodal: true, skip_cache: true }, 'atlas');
       t.ok(multimodal.results.some((result: { multimodal_elements: unknown[] }) => result.multimodal_elements.length > 0), 'an image beside a result');
+      const ownVector = await query(t, { query: 'cranes', search_mode: 'hybrid', embedding: embedding(1), skip_cache: true });
+      t.notOk('embedding_ms' in ownVector.timings, 'a query with its own vector');
+      const broken = multipartUpload([{ filename: 'broken.pdf', content: '%PDF-1.7\n1 0 obj << /Type /Catalog >>\ngarbage without xref\n', contentType: 'application/pdf' }]);
+      const failed = await app.inject({ method: 'POST', url: '/v1/collections/harbour/documents', headers: { ...admin, ...broken.headers }, payload: broken.payload });
+      const documents = await waitForIngestion(app, 'harbour', admin);
+      const options = { context_window: 1, highlight: true, max_per_document: 1, skip_cache: true, min_score: -1 };
+      const scoped = await query(t, { query: 'harbour tide', document_ids: documents.map((document) => document.id), ...options });
+      t.match(scoped.documents_not_ready, [{ id: failed.json().id, status: 'failed' }], 'a scoped answer naming a failed document');
+      t.ok(scoped.results.length > 0 && scoped.results.every((result: { context: unknown; highlights: unknown }) => result.context && result.highlights), 'with windows and highlights');
     });
 
     await t.test('POST /v1/query', async (t) => {
@@ -92,10 +102,14 @@ for (const backend of testBackends()) {
     await t.test('POST /v1/batch/query', async (t) => {
       const answer = await documented(t, 200, {
         method: 'POST', url: '/v1/batch/query', headers: admin,
-        payload: { queries: [{ collection: 'harbour', query: 'tide tables' }, { collection: 'missing', query: 'tide tables' }, { collection: 'harbour', query: 'tide tables', search_mode: 'keyword' }] },
+        payload: { queries: [
+          { collection: 'harbour', query: 'tide tables' }, { collection: 'missing', query: 'tide tables' }, { collection: 'harbour', query: 'tide tables', search_mode: 'keyword' },
+          { collection: 'harbour', query: 'tide tables', document_ids: (await waitForIngestion(app, 'harbour', admin)).map((document) => document.id) },
+        ] },
       });
       t.ok(answer.results[0].results.length > 0, 'an item with results');
       t.equal(answer.results[1].error.status, 404, 'an item with its error');
+      t.equal(answer.results[3].documents_not_ready.length, 1, 'a scoped item naming a failed document');
     });
 
     await t.test('usage', async (t) => {

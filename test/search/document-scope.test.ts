@@ -7,11 +7,21 @@
 import t from 'tap';
 import { MAX_SCOPED_DOCUMENTS } from '../../src/search/document-scope.js';
 import { adminTestApp, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
+import type { App } from '../../src/app.js';
 import { assertError } from '../support/assertions.js';
 import { jsonRequests } from '../support/json-requests.js';
 
 interface Result { id: string; document_id: string | null; text: string; score: number }
-interface QueryAnswer { results: Result[]; total: number; timings: Record<string, number | boolean | undefined> }
+interface NotReady { id: string; status: string; progress: { stage: string; percent: number } | null; error: string | null }
+interface QueryAnswer { results: Result[]; total: number; timings: Record<string, number | boolean | undefined>; documents_not_ready?: NotReady[] }
+
+/** Uploads one file without waiting for it; returns the document id. */
+async function uploadOne(app: App, headers: Record<string, string>, collection: string, file: { filename: string; content: string; contentType: string }): Promise<string> {
+  const form = multipartUpload([file]);
+  const response = await app.inject({ method: 'POST', url: `/v1/collections/${collection}/documents`, headers: { ...headers, ...form.headers }, payload: form.payload });
+  if (response.statusCode !== 202) throw new Error(`upload: ${response.statusCode} ${response.body}`);
+  return response.json().id;
+}
 
 const MODES = ['semantic', 'keyword', 'hybrid'] as const;
 
@@ -145,6 +155,24 @@ for (const backend of testBackends()) {
       assertError(t, after, 404, `document_ids: document ${deletedId} not found in collection deleting`, 'after the delete:');
     });
 
+    await t.test('a listed document that failed is named beside the results', async (t) => {
+      await createCollection({ name: 'readiness' });
+      const [readyId] = await upload('readiness', ['The moon is up.']);
+      const failedId = await uploadOne(app, admin, 'readiness', { filename: 'broken.pdf', content: '%PDF-1.7\n1 0 obj << /Type /Catalog >>\ngarbage without xref\n', contentType: 'application/pdf' });
+      await waitForIngestion(app, 'readiness', admin);
+      const answer = await query('readiness', { query: 'moon', min_score: -1, document_ids: [failedId, readyId] });
+      t.same(answer.results.map((result) => result.document_id), [readyId]);
+      t.equal(answer.documents_not_ready?.length, 1);
+      t.match(answer.documents_not_ready![0], { id: failedId, status: 'failed', error: /^parsing failed/, progress: { stage: 'parsing' } });
+      const allReady = await query('readiness', { query: 'moon', min_score: -1, document_ids: [readyId] });
+      t.same(allReady.documents_not_ready, [], 'every listed document ready: an empty list');
+      const unscoped = await query('readiness', { query: 'moon', min_score: -1 });
+      t.notOk('documents_not_ready' in unscoped, 'an unscoped query does not carry it');
+
+      const batch = await ok<{ results: QueryAnswer[] }>('POST', '/v1/batch/query', { queries: [{ collection: 'readiness', query: 'moon', document_ids: [failedId] }] });
+      t.same(batch.results[0]!.documents_not_ready?.map((document) => document.status), ['failed'], 'a batch item says so too');
+    });
+
     await t.test('bad input is a 4xx naming the problem', async (t) => {
       const url = '/v1/collections/moon/query';
       assertError(t, await request('POST', url, { query: 'moon', document_ids: [] }), 400, /document_ids/, 'empty list:');
@@ -169,5 +197,31 @@ for (const backend of testBackends()) {
       const across = await request('POST', '/v1/query', { query: 'moon', collections: ['moon', 'filtered'], document_ids: [weakId] });
       assertError(t, across, 400, /document_ids/, '/v1/query: a multi-collection query takes no document scope;');
     });
+  });
+}
+
+for (const backend of testBackends()) {
+  t.test(`${backend}: a document still pending is named, and the provisional answer is not cached`, async (t) => {
+    const { app, admin, services } = await adminTestApp(t, backend, {}, { startWorkers: false });
+    const { ok } = jsonRequests(app, admin);
+    await ok('POST', '/v1/collections', { name: 'fresh' });
+    const id = await uploadOne(app, admin, 'fresh', { filename: 'fresh.txt', content: 'The harbour moon rises over the cranes.', contentType: 'text/plain' });
+    const body = { query: 'harbour moon', min_score: -1, document_ids: [id] };
+
+    const early = await ok<QueryAnswer>('POST', '/v1/collections/fresh/query', body);
+    t.same(early.results, [], 'nothing of it is indexed yet');
+    t.match(early.documents_not_ready, [{ id, status: 'pending', error: null }]);
+    const again = await ok<QueryAnswer>('POST', '/v1/collections/fresh/query', body);
+    t.notOk(again.timings.cached, 'the provisional answer was not cached');
+
+    await services.start();
+    await waitForIngestion(app, 'fresh', admin);
+    const ready = await ok<QueryAnswer>('POST', '/v1/collections/fresh/query', body);
+    t.notOk(ready.timings.cached);
+    t.same(ready.results.map((result) => result.document_id), [id], 'answered from the document once it is indexed');
+    t.same(ready.documents_not_ready, []);
+    const cached = await ok<QueryAnswer>('POST', '/v1/collections/fresh/query', body);
+    t.equal(cached.timings.cached, true, 'a complete answer is cached');
+    t.same(cached.documents_not_ready, [], 'with its list');
   });
 }
