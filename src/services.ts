@@ -13,6 +13,7 @@ import { runEveryStep, throwFailures } from './graceful-stop.js';
 import { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/database.js';
 import { EmbeddedDatabaseUpkeep } from './db/embedded-database-upkeep.js';
+import { PostgresStatisticsUpkeep } from './db/postgres-statistics-upkeep.js';
 import { reusableDatabaseBytes } from './db/embedded-database-free-space.js';
 import { Collection, type CollectionRecord } from './db/entities/index.js';
 import { createSqlRunner } from './db/sql-runner.js';
@@ -160,7 +161,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
 
   const upkeep = db.kind === 'pglite'
     ? new EmbeddedDatabaseUpkeep(sql, logger.child({ component: 'database' }), { checkpointWalBytes: config.embeddedCheckpointWalBytes, vacuumIntervalMs: config.embeddedVacuumIntervalMs })
-    : undefined;
+    : new PostgresStatisticsUpkeep(sql, logger.child({ component: 'database' }), config.postgresAnalyzeIntervalMs);
   const indexWarmUp = new IndexWarmUp(sql, indexes, logger.child({ component: 'index-warm-up' }));
   const events = new QueryEventRecorder(sql, (error) => logger.error({ err: error }, 'could not record query events'));
   events.start();
@@ -204,14 +205,14 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
       indexRemovals.start();
-      upkeep?.start();
+      upkeep.start();
       if (config.warmUpIndexes && (config.vectorStore === 'embedded' || config.keywordIndex === 'memory')) indexWarmUp.start();
     },
     stopWork: () => ingestion.stop(),
     async stop() {
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
-        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), async () => upkeep?.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
       ]), 'shutdown steps of the services');
     },
