@@ -63,8 +63,8 @@ export interface Config {
   embeddedCheckpointWalBytes: number;
   /** Between VACUUM rounds of the embedded database (PGlite has no autovacuum); 0 turns them off. */
   embeddedVacuumIntervalMs: number;
-  /** On PostgreSQL, between rounds that analyze the service's tables autovacuum leaves alone (see postgres-statistics-upkeep.ts); 0 turns them off. */
-  postgresAnalyzeIntervalMs: number;
+  /** On PostgreSQL, between rounds that vacuum and analyze the service's tables autovacuum leaves alone (see postgres-table-upkeep.ts); 0 turns them off. */
+  postgresUpkeepIntervalMs: number;
   /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
   fileStore: 'local' | 's3';
   s3: S3StoreConfig;
@@ -215,7 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     minFreeDiskBytes: integer(env, 'MIN_FREE_DISK_MB', 1024) * 1024 * 1024,
     embeddedCheckpointWalBytes: integer(env, 'EMBEDDED_CHECKPOINT_WAL_MB', 64) * 1024 * 1024,
     embeddedVacuumIntervalMs: integer(env, 'EMBEDDED_VACUUM_INTERVAL_S', 60) * 1000,
-    postgresAnalyzeIntervalMs: integer(env, 'POSTGRES_ANALYZE_INTERVAL_S', 60) * 1000,
+    postgresUpkeepIntervalMs: integer(env, 'POSTGRES_UPKEEP_INTERVAL_S', 60) * 1000,
     fileStore,
     s3: {
       endpoint: optional(env, 'S3_ENDPOINT'),

@@ -13,7 +13,7 @@ import { runEveryStep, throwFailures } from './graceful-stop.js';
 import { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/database.js';
 import { EmbeddedDatabaseUpkeep } from './db/embedded-database-upkeep.js';
-import { PostgresStatisticsUpkeep } from './db/postgres-statistics-upkeep.js';
+import { PostgresTableUpkeep } from './db/postgres-table-upkeep.js';
 import { reusableDatabaseBytes } from './db/embedded-database-free-space.js';
 import { Collection, type CollectionRecord } from './db/entities/index.js';
 import { createSqlRunner } from './db/sql-runner.js';
@@ -161,7 +161,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
 
   const upkeep = db.kind === 'pglite'
     ? new EmbeddedDatabaseUpkeep(sql, logger.child({ component: 'database' }), { checkpointWalBytes: config.embeddedCheckpointWalBytes, vacuumIntervalMs: config.embeddedVacuumIntervalMs })
-    : new PostgresStatisticsUpkeep(sql, logger.child({ component: 'database' }), config.postgresAnalyzeIntervalMs);
+    : new PostgresTableUpkeep(sql, logger.child({ component: 'database' }), config.postgresUpkeepIntervalMs);
   const indexWarmUp = new IndexWarmUp(sql, indexes, logger.child({ component: 'index-warm-up' }));
   const events = new QueryEventRecorder(sql, (error) => logger.error({ err: error }, 'could not record query events'));
   events.start();

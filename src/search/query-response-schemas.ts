@@ -65,7 +65,7 @@ const FusedQueryResult = Type.Object({
 }, { additionalProperties: false });
 
 /** With `document_ids`: the listed documents that are not ready (DocumentNotReady of document-scope.ts). */
-const DocumentsNotReady = Type.Array(Type.Pick(DocumentView, ['id', 'status', 'progress', 'error']), {
+const DocumentsNotReady = Type.Array(Type.Pick(DocumentView, ['id', 'status', 'progress', 'error'], { additionalProperties: false }), {
   description: 'with `document_ids`: the listed documents not yet (or no longer) ready, in the order listed; the results hold only what of them is indexed. Such an answer is not cached',
 });
 

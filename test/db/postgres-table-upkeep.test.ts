@@ -1,0 +1,66 @@
+/**
+ * On PostgreSQL, tables that autovacuum leaves alone are analyzed and vacuumed by the service once
+ * enough of their rows changed, by autovacuum's own rules (postgres-table-upkeep.ts). The chunks
+ * table's `autovacuum_enabled` is turned off here, so the test means the same on a server whose
+ * autovacuum runs and on one where it is off (this workplace's).
+ */
+import t from 'tap';
+import type { SqlRunner } from '../../src/plugins.js';
+import { multipartUpload, setupAdmin, buildTestApp, waitForIngestion } from '../support/test-app.js';
+
+/** 240 short paragraphs, two to a chunk of 100 characters: well over autovacuum's 50-row thresholds. */
+const MANY_PARAGRAPHS = Array.from({ length: 240 }, (_, index) => `Paragraph ${index} tells of harbour number ${index}.`).join('\n\n');
+
+type Upkept = 'last_analyze' | 'last_vacuum';
+
+async function lastDone(sql: SqlRunner, table: string, column: Upkept): Promise<string | null> {
+  const [row] = await sql<Record<Upkept, string | null>>(`select ${column} from pg_stat_user_tables where relid = ?::regclass`, [table]);
+  return row?.[column] ?? null;
+}
+
+async function waitFor(sql: SqlRunner, table: string, column: Upkept): Promise<boolean> {
+  for (let waited = 0; waited <= 15_000; waited += 50) {
+    if ((await lastDone(sql, table, column)) !== null) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return false;
+}
+
+async function ingestManyChunks(intervalMs: number, t: { teardown(fn: () => Promise<void>): void }) {
+  const ctx = await buildTestApp('postgresql', { postgresUpkeepIntervalMs: intervalMs });
+  t.teardown(() => ctx.close());
+  const sql = ctx.services.sql;
+  await sql('alter table chunks set (autovacuum_enabled = false)');
+  const admin = { cookie: await setupAdmin(ctx.app) };
+  const created = await ctx.app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'harbours', chunk_size: 100, chunk_overlap: 0, chunk_strategy: 'paragraph' } });
+  if (created.statusCode !== 201) throw new Error(created.body);
+  const form = multipartUpload([{ filename: 'harbours.txt', content: MANY_PARAGRAPHS, contentType: 'text/plain' }]);
+  const uploaded = await ctx.app.inject({ method: 'POST', url: '/v1/collections/harbours/documents', headers: { ...admin, ...form.headers }, payload: form.payload });
+  if (uploaded.statusCode !== 202) throw new Error(uploaded.body);
+  const [document] = await waitForIngestion(ctx.app, 'harbours', admin);
+  return { ...ctx, sql, admin, document: document! };
+}
+
+if (!process.env.TEST_DATABASE_URL) {
+  t.pass('PostgreSQL only (TEST_DATABASE_URL unset): the embedded database is vacuumed by its own upkeep');
+} else {
+  t.test('a table autovacuum leaves alone is analyzed once enough rows changed, and vacuumed once enough died', async (t) => {
+    const { app, sql, admin, document } = await ingestManyChunks(100, t);
+    t.ok(document.chunk_count > 100, `${document.chunk_count} chunks written`);
+    t.ok(await waitFor(sql, 'chunks', 'last_analyze'), 'chunks was analyzed');
+    const [stats] = await sql<{ n_distinct: number }>("select n_distinct from pg_stats where tablename = 'chunks' and attname = 'chunk_index' and schemaname = current_schema()");
+    t.ok(stats, 'the planner now has statistics of its columns');
+    t.equal(await lastDone(sql, 'chunks', 'last_vacuum'), null, `${document.chunk_count} inserted rows are below the insert threshold (1,000): not vacuumed yet`);
+
+    const deleted = await app.inject({ method: 'DELETE', url: `/v1/collections/harbours/documents/${document.id}`, headers: admin });
+    t.equal(deleted.statusCode, 204, deleted.body);
+    t.ok(await waitFor(sql, 'chunks', 'last_vacuum'), 'once the document\'s chunks were deleted, chunks was vacuumed');
+  });
+
+  t.test('with POSTGRES_UPKEEP_INTERVAL_S=0 the service leaves it alone', async (t) => {
+    const { sql } = await ingestManyChunks(0, t);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    t.equal(await lastDone(sql, 'chunks', 'last_analyze'), null, 'not analyzed');
+    t.equal(await lastDone(sql, 'chunks', 'last_vacuum'), null, 'not vacuumed');
+  });
+}
