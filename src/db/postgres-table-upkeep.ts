@@ -19,7 +19,8 @@ import type { SqlRunner } from '../plugins.js';
  * the table, analyze when rows changed since the last analyze do. Where autovacuum runs, a round
  * finds nothing. Neither blocks reads or writes; SKIP_LOCKED passes over a table whose lock another
  * maintenance or index build holds, till the next round. At 100k chunks a vacuum of an insert-only
- * table took 0.3-0.8 s.
+ * table took 0.3-0.8 s. A table with an index other than a B-tree (the pgvector store's, with one
+ * HNSW index per collection) is analyzed but never vacuumed here (see the statement).
  */
 export class PostgresTableUpkeep {
   private timer: NodeJS.Timeout | undefined;
@@ -61,8 +62,14 @@ export class PostgresTableUpkeep {
     const tables = await this.sql<{ name: string; vacuum_due: boolean; analyze_due: boolean }>(
       `select name, vacuum_due, analyze_due from (
          select s.relid::regclass::text as name,
-                s.n_dead_tup > ${setting('autovacuum_vacuum_threshold')} + ${setting('autovacuum_vacuum_scale_factor')} * greatest(c.reltuples, 0)
-                  or s.n_ins_since_vacuum > ${setting('autovacuum_vacuum_insert_threshold')} + ${setting('autovacuum_vacuum_insert_scale_factor')} * greatest(c.reltuples, 0)
+                -- Only tables whose indexes are all B-trees: vacuuming pgvector's HNSW graphs after
+                -- large deletions can take minutes, and a manual vacuum, unlike autovacuum, does not
+                -- give way to a collection's index build waiting for its lock.
+                not exists (select 1 from pg_index i join pg_class index_class on index_class.oid = i.indexrelid
+                              join pg_am method on method.oid = index_class.relam
+                             where i.indrelid = c.oid and method.amname <> 'btree')
+                and (s.n_dead_tup > ${setting('autovacuum_vacuum_threshold')} + ${setting('autovacuum_vacuum_scale_factor')} * greatest(c.reltuples, 0)
+                  or s.n_ins_since_vacuum > ${setting('autovacuum_vacuum_insert_threshold')} + ${setting('autovacuum_vacuum_insert_scale_factor')} * greatest(c.reltuples, 0))
                   as vacuum_due,
                 s.n_mod_since_analyze > ${setting('autovacuum_analyze_threshold')} + ${setting('autovacuum_analyze_scale_factor')} * greatest(c.reltuples, 0)
                   as analyze_due

@@ -1,7 +1,7 @@
 /**
  * On PostgreSQL, tables that autovacuum leaves alone are analyzed and vacuumed by the service once
- * enough of their rows changed, by autovacuum's own rules (postgres-table-upkeep.ts). The chunks
- * table's `autovacuum_enabled` is turned off here, so the test means the same on a server whose
+ * enough of their rows changed, by autovacuum's own rules (postgres-table-upkeep.ts), except that a
+ * table with HNSW indexes is not vacuumed. The tables' `autovacuum_enabled` is turned off here, so the test means the same on a server whose
  * autovacuum runs and on one where it is off (this workplace's).
  */
 import t from 'tap';
@@ -18,9 +18,11 @@ async function lastDone(sql: SqlRunner, table: string, column: Upkept): Promise<
   return row?.[column] ?? null;
 }
 
-async function waitFor(sql: SqlRunner, table: string, column: Upkept): Promise<boolean> {
+/** Waits until `column` is set and differs from `before`. */
+async function waitFor(sql: SqlRunner, table: string, column: Upkept, before: string | null = null): Promise<boolean> {
   for (let waited = 0; waited <= 15_000; waited += 50) {
-    if ((await lastDone(sql, table, column)) !== null) return true;
+    const done = await lastDone(sql, table, column);
+    if (done !== null && done !== before) return true;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return false;
@@ -31,6 +33,7 @@ async function ingestManyChunks(intervalMs: number, t: { teardown(fn: () => Prom
   t.teardown(() => ctx.close());
   const sql = ctx.services.sql;
   await sql('alter table chunks set (autovacuum_enabled = false)');
+  await sql('alter table pgvector_embeddings set (autovacuum_enabled = false)');
   const admin = { cookie: await setupAdmin(ctx.app) };
   const created = await ctx.app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'harbours', chunk_size: 100, chunk_overlap: 0, chunk_strategy: 'paragraph' } });
   if (created.statusCode !== 201) throw new Error(created.body);
@@ -52,9 +55,14 @@ if (!process.env.TEST_DATABASE_URL) {
     t.ok(stats, 'the planner now has statistics of its columns');
     t.equal(await lastDone(sql, 'chunks', 'last_vacuum'), null, `${document.chunk_count} inserted rows are below the insert threshold (1,000): not vacuumed yet`);
 
+    t.ok(await waitFor(sql, 'pgvector_embeddings', 'last_analyze'), 'the vector table was analyzed too');
+    const vectorsAnalyzed = await lastDone(sql, 'pgvector_embeddings', 'last_analyze');
+
     const deleted = await app.inject({ method: 'DELETE', url: `/v1/collections/harbours/documents/${document.id}`, headers: admin });
     t.equal(deleted.statusCode, 204, deleted.body);
     t.ok(await waitFor(sql, 'chunks', 'last_vacuum'), 'once the document\'s chunks were deleted, chunks was vacuumed');
+    t.ok(await waitFor(sql, 'pgvector_embeddings', 'last_analyze', vectorsAnalyzed), 'the vector table, its rows deleted as well, was analyzed again');
+    t.equal(await lastDone(sql, 'pgvector_embeddings', 'last_vacuum'), null, 'but, holding HNSW indexes, not vacuumed');
   });
 
   t.test('with POSTGRES_UPKEEP_INTERVAL_S=0 the service leaves it alone', async (t) => {
