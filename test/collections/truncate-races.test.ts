@@ -9,6 +9,9 @@
  *   what it made is removed. The deletion is run from inside the truncate, as it makes the indexes.
  * - the same deletion as a collection is created, or as ingestion of its first document makes its
  *   indexes: each made the deleted collection's index again. Now nothing of it is left.
+ * - two truncates of one collection in one process (found when the two-replica test failed once in
+ *   CI): the other's index creation, remembered between the drop forgetting creations and the drop
+ *   itself, made this truncate's own creation a no-op, and the collection was left without an index.
  * On PGlite (one process) the same truncate and deletion go through one app, with either store.
  */
 import pg from 'pg';
@@ -138,6 +141,17 @@ for (const { backend, overrides } of variants) {
       t.equal(truncate.statusCode, 200, truncate.body);
       t.same(await indexesOf(first, collection.id), [name], 'the one index');
     });
+
+    if (pgvector) {
+      await t.test('a truncate\'s drop racing another truncate\'s creation in one process: its own creation makes the index again', async (t) => {
+        const collection = await createTestCollection(first.app, admin, { name: 'dropped-while-made' });
+        const store = first.services.indexes.vectorStore;
+        // The other creation is issued while the drop reads which indexes to drop.
+        await Promise.all([store.dropCollection(collection.id), store.ensureCollection(collection.id, collection.dimension)]);
+        await store.ensureCollection(collection.id, collection.dimension);
+        t.same(await indexesOf(first, collection.id), [hnswIndexName(collection.id, collection.dimension)], 'the index is there');
+      });
+    }
 
     await t.test('truncates of one collection through two replicas at once all succeed', async (t) => {
       const collection = await createTestCollection(first.app, admin, { name: 'truncated-together' });

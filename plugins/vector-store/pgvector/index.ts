@@ -149,14 +149,17 @@ export class PgvectorStore implements VectorStore {
   async dropCollection(collectionId: string): Promise<void> {
     checkCollectionId(collectionId);
     const prefix = hnswIndexName(collectionId, 0).slice(0, -1);
-    for (const name of [...this.creatingIndexes.keys()]) if (name.startsWith(prefix)) this.creatingIndexes.delete(name);
     const indexes = await this.sql<{ indexname: string }>(
       "select indexname from pg_indexes where tablename = 'pgvector_embeddings' and starts_with(indexname, ?)",
-      [hnswIndexName(collectionId, 0).slice(0, -1)],
+      [prefix],
     );
     for (const { indexname } of indexes) {
       if (indexNamePattern.test(indexname)) await this.sql(`drop index if exists ${indexname}`);
     }
+    // Forgotten after the drop, not before: two truncates of one collection in this process, the
+    // other's creation remembered between a clear and this drop made this truncate's own creation
+    // a no-op, and the collection was left without an index.
+    for (const name of [...this.creatingIndexes.keys()]) if (name.startsWith(prefix)) this.creatingIndexes.delete(name);
     await this.sql('delete from pgvector_embeddings where collection_id = ?', [collectionId]);
     this.dimensions.delete(collectionId);
   }
