@@ -9,6 +9,7 @@ import { page, PageQuery } from '../http/pagination.js';
 import { ADMIN_SESSION } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { stringEnum } from '../http/string-enum.js';
+import { MAX_EMBEDDING_DIMENSION } from '../vectors/unit-vector.js';
 import { EmbeddingPresetPage, EmbeddingPresetTest, EmbeddingPresetView } from './admin-response-schemas.js';
 
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
@@ -17,7 +18,7 @@ const Name = Type.String({ minLength: 1, maxLength: 255 });
 const Model = Type.String({ minLength: 1, maxLength: 255 });
 const ApiKey = Type.Union([Type.String({ minLength: 1, maxLength: 4096 }), Type.Null()], { description: 'write-only; null clears the stored key' });
 const BaseUrl = Type.Union([Type.String({ format: HTTP_URL_FORMAT, maxLength: 2048 }), Type.Null()], { description: 'API base with its version segment, e.g. http://localhost:11434/v1' });
-const Dimension = Type.Integer({ minimum: 2, maximum: 16000 });
+const Dimension = Type.Integer({ minimum: 2, maximum: MAX_EMBEDDING_DIMENSION });
 
 /** Spec 2.11: name, provider, model, api_key, base_url?, dimension (model and dimension default from the model table). */
 const PresetCreateBody = Type.Object({

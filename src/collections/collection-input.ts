@@ -4,6 +4,7 @@ import { BadRequestError } from '../errors.js';
 import { stringEnum } from '../http/string-enum.js';
 import { HTTP_URL_FORMAT } from '../http/validation.js';
 import { metadataFieldPath } from '../search/filters/field-path.js';
+import { MAX_EMBEDDING_DIMENSION } from '../vectors/unit-vector.js';
 
 
 export const EMBEDDING_PROVIDERS = ['local', 'openai', 'cohere', 'voyage', 'openai_compatible'] as const;
@@ -18,7 +19,7 @@ export const CollectionCreateBody = Type.Object({
   embedding_model: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   embedding_api_key: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 4096 }), Type.Null()])),
   embedding_base_url: Type.Optional(Type.Union([Type.String({ format: HTTP_URL_FORMAT, maxLength: 2048 }), Type.Null()])),
-  dimension: Type.Optional(Type.Integer({ minimum: 2, maximum: 16000 })),
+  dimension: Type.Optional(Type.Integer({ minimum: 2, maximum: MAX_EMBEDDING_DIMENSION })),
   chunk_size: Type.Optional(Type.Integer({ minimum: 50, maximum: 100000 })),
   chunk_overlap: Type.Optional(Type.Integer({ minimum: 0, maximum: 50000 })),
   chunk_strategy: Type.Optional(stringEnum(CHUNK_STRATEGIES)),

@@ -1,10 +1,10 @@
 import { Type, type Static } from 'typebox';
 import { SEARCH_MODES } from '../db/entities/index.js';
 import { stringEnum } from '../http/string-enum.js';
+import { MAX_EMBEDDING_DIMENSION } from '../vectors/unit-vector.js';
 import { MAX_CONTEXT_WINDOW } from './context-window.js';
 import { MAX_SCOPED_DOCUMENTS } from './document-scope.js';
 import { MAX_PER_DOCUMENT_LIMIT } from './per-document-limit.js';
-import { MAX_QUERY_EMBEDDING_LENGTH } from './query-embedding.js';
 
 export const MAX_TOP_K = 1000;
 
@@ -30,7 +30,7 @@ export const QueryOptionsFields = {
   })),
   embedding: Type.Optional(Type.Array(Type.Number(), {
     minItems: 1,
-    maxItems: MAX_QUERY_EMBEDDING_LENGTH,
+    maxItems: MAX_EMBEDDING_DIMENSION,
     description: 'the query\'s own vector, searched instead of the collection model\'s embedding of `query` (semantic and hybrid; keyword ranks by `query`): for vectors upserted from a model the service does not run. Its length must equal the collection\'s dimension',
   })),
   rrf_k: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'RRF constant k (hybrid); default 60' })),

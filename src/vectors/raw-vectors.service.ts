@@ -6,7 +6,7 @@ import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
 import type { SqlRunner } from '../plugins.js';
 import { removeEntriesOfDeletedRows, removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
-import { unitVector } from './unit-vector.js';
+import { collectionUnitVector, MAX_EMBEDDING_DIMENSION } from './unit-vector.js';
 import type { WriteLocks } from '../concurrency/keyed-serializer.js';
 
 interface PreparedVector {
@@ -20,7 +20,7 @@ interface PreparedVector {
 export const VectorUpsertBody = Type.Object({
   vectors: Type.Array(Type.Object({
     id: Type.String({ minLength: 1, maxLength: 255 }),
-    embedding: Type.Array(Type.Number(), { minItems: 1, maxItems: 16000 }),
+    embedding: Type.Array(Type.Number(), { minItems: 1, maxItems: MAX_EMBEDDING_DIMENSION }),
     text: Type.Optional(Type.String({ maxLength: 1_000_000 })),
     metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   }, { additionalProperties: false }), { minItems: 1, maxItems: 5000 }),
@@ -49,11 +49,7 @@ const idKeys = (collection: CollectionRecord, ids: Iterable<string>) => [...ids]
 export async function upsertRawVectors(runtime: RawVectorRuntime, collection: CollectionRecord, input: VectorUpsertInput): Promise<number> {
   const seen = new Set<string>();
   const prepared = input.vectors.map((vector, index) => {
-    if (vector.embedding.length !== collection.dimension) {
-      throw new BadRequestError(`vectors[${index}].embedding has ${vector.embedding.length} dimensions; collection ${collection.name} expects ${collection.dimension}`);
-    }
-    const embedding = unitVector(vector.embedding);
-    if (!embedding) throw new BadRequestError(`vectors[${index}].embedding is all zeros: cosine similarity is undefined for it`);
+    const embedding = collectionUnitVector(collection, vector.embedding, `vectors[${index}].embedding`);
     if (seen.has(vector.id)) throw new BadRequestError(`vectors[${index}].id "${vector.id}" appears twice in the request`);
     seen.add(vector.id);
     const metadata = vector.metadata ?? {};

@@ -1,3 +1,9 @@
+import type { CollectionRecord } from '../db/entities/index.js';
+import { BadRequestError } from '../errors.js';
+
+/** The most dimensions a collection's vectors may have (collections, presets, upserted and query vectors). */
+export const MAX_EMBEDDING_DIMENSION = 16000;
+
 /**
  * A raw vector scaled to length 1 as 32-bit floats, or null when it has no direction (all zeros).
  * Cosine similarity ignores length, so this changes no ranking; it keeps every stored value
@@ -15,4 +21,21 @@ export function unitVector(values: readonly number[]): Float32Array | null {
   for (const value of values) sumOfSquares += (value / largest) ** 2;
   const length = Math.sqrt(sumOfSquares);
   return Float32Array.from(values, (value) => value / largest / length);
+}
+
+/**
+ * `values` as a vector of `collection`, scaled to length 1: 400 naming `field` when its length is
+ * not the collection's dimension, when a number is beyond a double (routes that accept such
+ * numbers get Infinity), or when every value is zero. Upserted vectors and a query's own vector
+ * are checked alike.
+ */
+export function collectionUnitVector(collection: CollectionRecord, values: readonly number[], field: string): Float32Array {
+  if (values.length !== collection.dimension) {
+    throw new BadRequestError(`${field} has ${values.length} dimensions; collection ${collection.name} expects ${collection.dimension}`);
+  }
+  const infinite = values.findIndex((value) => !Number.isFinite(value));
+  if (infinite !== -1) throw new BadRequestError(`${field}[${infinite}] is too large for a double`);
+  const unit = unitVector(values);
+  if (!unit) throw new BadRequestError(`${field} is all zeros: cosine similarity is undefined for it`);
+  return unit;
 }
