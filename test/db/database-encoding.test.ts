@@ -13,7 +13,7 @@ if (!process.env.TEST_DATABASE_URL) {
 } else {
   t.test('a database that is not UTF8 is refused before anything is written, naming the fix', async (t) => {
     for (const encoding of ['SQL_ASCII', 'LATIN1'] as const) {
-      const url = await scratchDatabaseUrl(t, encoding);
+      const url = await scratchDatabaseUrl(t, { encoding });
       await t.rejects(openDatabase({ databaseUrl: url }), { message: `the database's encoding is ${encoding}; the service needs a UTF8 database (create it with: create database <name> encoding 'UTF8' template template0)` }, encoding);
       const client = new pg.Client({ connectionString: url });
       await client.connect();

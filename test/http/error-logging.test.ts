@@ -28,7 +28,7 @@ const POSTGRES_MESSAGE = `duplicate key value violates unique constraint "${CONS
 
 /** The app as src/main.ts builds it, its log going to `stream`. */
 async function appLoggingTo(t: Test, backend: Backend, stream: pino.DestinationStream, level = 'info') {
-  const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
+  const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!, { migrated: true }) : undefined;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-test-'));
   const config: Config = {
     ...loadConfig({}), dataDir, databaseUrl: scratch?.url,

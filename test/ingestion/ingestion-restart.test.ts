@@ -37,7 +37,7 @@ async function localEmbedding(text: string): Promise<Float32Array> {
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
+    const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!, { migrated: true }) : undefined;
     const database = await openDatabase({ databaseUrl: scratch?.url });
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-restart-'));
     let second: Awaited<ReturnType<typeof buildTestApp>> | undefined;

@@ -75,7 +75,7 @@ async function withinSeconds<T>(t: Test, seconds: number, promise: Promise<T>, w
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const databaseUrl = backend === 'postgresql' ? await scratchDatabaseUrl(t) : undefined;
+    const databaseUrl = backend === 'postgresql' ? await scratchDatabaseUrl(t, { migrated: true }) : undefined;
     const db = await openDatabase({ databaseUrl });
     t.teardown(() => db.close());
     const sql = createSqlRunner(db);

@@ -117,7 +117,7 @@ t.test('compareCodePoints orders like PostgreSQL\'s "C" collation', async (t) =>
 const backends = process.env.TEST_DATABASE_URL ? ['pglite', 'postgresql'] : ['pglite'];
 for (const backend of backends) {
   t.test(`filterToSql agrees with matchesFilter on every row (${backend})`, async (t) => {
-    const databaseUrl = backend === 'postgresql' ? await scratchDatabaseUrl(t) : undefined;
+    const databaseUrl = backend === 'postgresql' ? await scratchDatabaseUrl(t, { migrated: true }) : undefined;
     const db = await openDatabase({ databaseUrl });
     t.teardown(() => db.close());
     const sql = createSqlRunner(db);

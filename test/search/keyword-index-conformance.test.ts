@@ -132,7 +132,7 @@ const suites: Array<{ name: KeywordIndex['name']; backend: Backend }> = [
 
 for (const suite of suites) {
   t.test(`${suite.name} keyword index on ${suite.backend}`, async (t) => {
-    const databaseUrl = suite.backend === 'postgresql' ? await scratchDatabaseUrl(t) : undefined;
+    const databaseUrl = suite.backend === 'postgresql' ? await scratchDatabaseUrl(t, { migrated: true }) : undefined;
     const db = await openDatabase({ databaseUrl });
     t.teardown(() => db.close());
     const sql = createSqlRunner(db);

@@ -54,7 +54,7 @@ interface TestDatabase {
 }
 
 async function openTestDatabase(backend: Backend): Promise<TestDatabase> {
-  const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
+  const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!, { migrated: true }) : undefined;
   const db = await openDatabase({ databaseUrl: scratch?.url });
   return {
     db,

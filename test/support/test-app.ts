@@ -12,6 +12,7 @@ import { createLogger } from '../../src/logger.js';
 import { createServices, type AppServices } from '../../src/services.js';
 import type { FreeSpaceReader } from '../../src/storage/disk-space.js';
 import { migratedEmbeddedArchive } from './embedded-template.js';
+import { migratedPostgresTemplate } from './postgres-template.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 export type Backend = 'pglite' | 'postgresql';
@@ -28,12 +29,19 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+export interface ScratchDatabaseOptions {
+  /** A copy of the migrated template (postgres-template.ts) instead of an empty database. */
+  migrated?: boolean;
+  encoding?: 'SQL_ASCII' | 'LATIN1';
+}
+
 /** A throwaway database on the PostgreSQL server of TEST_DATABASE_URL, dropped on close. */
-export async function createScratchDatabase(baseUrl: string, encoding?: 'SQL_ASCII' | 'LATIN1'): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createScratchDatabase(baseUrl: string, options: ScratchDatabaseOptions = {}): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `rs_test_${randomBytes(6).toString('hex')}`;
+  const source = options.migrated ? ` template ${await migratedPostgresTemplate(baseUrl)}` : '';
   const admin = new pg.Client({ connectionString: baseUrl });
   await admin.connect();
-  await admin.query(`create database ${name}${encoding ? ` encoding '${encoding}' locale 'C' template template0` : ''}`);
+  await admin.query(`create database ${name}${options.encoding ? ` encoding '${options.encoding}' locale 'C' template template0` : source}`);
   await admin.end();
   const url = new URL(baseUrl);
   url.pathname = `/${name}`;
@@ -49,8 +57,8 @@ export async function createScratchDatabase(baseUrl: string, encoding?: 'SQL_ASC
 }
 
 /** A scratch database URL on TEST_DATABASE_URL's server, dropped when the test `t` ends. */
-export async function scratchDatabaseUrl(t: { teardown(fn: () => Promise<void>): void }, encoding?: 'SQL_ASCII' | 'LATIN1'): Promise<string> {
-  const scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!, encoding);
+export async function scratchDatabaseUrl(t: { teardown(fn: () => Promise<void>): void }, options: ScratchDatabaseOptions = {}): Promise<string> {
+  const scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!, options);
   t.teardown(() => scratch.drop());
   return scratch.url;
 }
@@ -89,7 +97,7 @@ export interface TestAppOptions {
 }
 
 export async function buildTestApp(backend: Backend = 'pglite', overrides: Partial<Config> = {}, options: TestAppOptions = {}): Promise<TestApp> {
-  const scratch = backend === 'postgresql' && !options.database && !options.replicaOf ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
+  const scratch = backend === 'postgresql' && !options.database && !options.replicaOf ? await createScratchDatabase(process.env.TEST_DATABASE_URL!, { migrated: true }) : undefined;
   const databaseUrl = options.replicaOf ?? scratch?.url;
   const dataDir = options.dataDir ?? await mkdtemp(path.join(os.tmpdir(), 'rs-test-'));
   const config: Config = {
@@ -141,7 +149,7 @@ export interface RestartableTestApp {
  * last is closed, and the database and directory removed, when `t` ends.
  */
 export async function restartableTestApp(t: { teardown(fn: () => Promise<void>): void }, backend: Backend, directoryPrefix: string): Promise<RestartableTestApp> {
-  const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!) : undefined;
+  const scratch = backend === 'postgresql' ? await createScratchDatabase(process.env.TEST_DATABASE_URL!, { migrated: true }) : undefined;
   const database = await openDatabase({ databaseUrl: scratch?.url });
   const dataDir = await mkdtemp(path.join(os.tmpdir(), directoryPrefix));
   let running: TestApp | undefined;
