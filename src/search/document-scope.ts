@@ -50,10 +50,7 @@ export async function documentScope(sql: SqlRunner, collection: CollectionRecord
   )).filter((row) => row.collection_id === collection.id && (!collection.tenantField || row.tenant === tenant));
   const foundIds = new Set(rows.map((row) => row.id));
   const missing = listed.filter((id) => !foundIds.has(id));
-  if (missing.length > 0) {
-    const shown = missing.slice(0, 5).join(', ') + (missing.length > 5 ? ` and ${missing.length - 5} more` : '');
-    throw new NotFoundError(`document_ids: ${missing.length === 1 ? 'document' : 'documents'} ${shown} not found in collection ${collection.name}`);
-  }
+  if (missing.length > 0) throw documentsNotFound(missing, [collection]);
   const notReady = new Map<string, DocumentNotReady>();
   for (const row of rows) {
     if (row.status !== 'ready' && !notReady.has(row.id)) notReady.set(row.id, { id: row.id, status: row.status, progress: row.progress, error: row.error });
@@ -62,4 +59,11 @@ export async function documentScope(sql: SqlRunner, collection: CollectionRecord
     keys: rows.flatMap((row) => (row.key === null ? [] : [Number(row.key)])),
     notReady: listed.flatMap((id) => notReady.get(id) ?? []),
   };
+}
+
+/** 404 naming (the first five of) the listed documents that none of `collections` holds. */
+export function documentsNotFound(missing: readonly string[], collections: readonly CollectionRecord[]): NotFoundError {
+  const shown = missing.slice(0, 5).join(', ') + (missing.length > 5 ? ` and ${missing.length - 5} more` : '');
+  const where = `${collections.length === 1 ? 'collection' : 'collections'} ${collections.map((collection) => collection.name).join(', ')}`;
+  return new NotFoundError(`document_ids: ${missing.length === 1 ? 'document' : 'documents'} ${shown} not found in ${where}`);
 }

@@ -40,12 +40,12 @@ export const QueryOptionsFields = {
 
 export const QueryText = Type.String({ minLength: 1, maxLength: 10000, pattern: '\\S' });
 
-/** A query of one collection may be scoped to some of its documents (not /v1/query: a document is in one collection). */
+/** A query may be scoped to some documents; across collections, each is asked about its own. */
 const DocumentScopeField = {
   document_ids: Type.Optional(Type.Array(Type.String({ format: 'uuid' }), {
     minItems: 1,
     maxItems: MAX_SCOPED_DOCUMENTS,
-    description: `only chunks of these documents are returned (at most ${MAX_SCOPED_DOCUMENTS}); ranking statistics stay the collection's; 404 names any the collection does not hold`,
+    description: `only chunks of these documents are returned (at most ${MAX_SCOPED_DOCUMENTS}); ranking statistics stay the collection's; 404 names any the collection (any of the collections) does not hold. Across collections, a collection holding none of them is not queried`,
   })),
 };
 
@@ -56,6 +56,7 @@ export const MultiCollectionQueryBody = Type.Object({
   query: QueryText,
   collections: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 50 }),
   ...QueryOptionsFields,
+  ...DocumentScopeField,
 }, { additionalProperties: false });
 export type MultiCollectionQueryInput = Static<typeof MultiCollectionQueryBody>;
 

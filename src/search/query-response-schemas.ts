@@ -111,8 +111,9 @@ export const MultiCollectionQueryResponse = Type.Object({
   total: Type.Integer({ minimum: 0 }),
   timings: Type.Object({
     total_ms: Type.Number(),
-    per_collection: Type.Record(Type.String(), QueryTimings, { description: 'the timings of each collection\'s query, by collection name' }),
+    per_collection: Type.Record(Type.String(), QueryTimings, { description: 'the timings of each collection\'s query, by collection name (with `document_ids`, of the collections holding any of them)' }),
   }, { additionalProperties: false }),
+  documents_not_ready: Type.Optional(DocumentsNotReady),
 }, { additionalProperties: false });
 
 const BatchQueryAnswer = Type.Object({

@@ -5,10 +5,10 @@ import { AppError } from '../errors.js';
 import { requireActor } from '../http/authenticate.js';
 import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
-import { DEFAULT_RRF_K, queryCollection, type QueryResponse } from './collection-query.js';
+import { queryCollection } from './collection-query.js';
+import { queryCollections } from './multi-collection-query.js';
 import { BatchQueryBody, CollectionQueryBody, MultiCollectionQueryBody } from './query-request.js';
 import { BatchQueryResponse, CollectionQueryResponse, MultiCollectionQueryResponse } from './query-response-schemas.js';
-import { reciprocalRankFusion } from './reciprocal-rank-fusion.js';
 
 export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
   const { queryRuntime } = services;
@@ -26,33 +26,10 @@ export const queryRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> =
     config: { ...scope('query:read'), acceptsUnstorableValues: true, openapi: { response: MultiCollectionQueryResponse, errors: [404, 502] } },
     schema: { tags, summary: 'Query several collections; results are fused by RRF and name their collection', body: MultiCollectionQueryBody },
   }, async (request) => {
-    const started = performance.now();
     const actor = requireActor(request);
-    const { collections: names, ...options } = request.body;
-    const unique = [...new Set(names)];
-    const collections = await Promise.all(unique.map((name) => findCollection(services.collections, actor, name)));
-    const responses: QueryResponse[] = [];
-    for (const collection of collections) responses.push(await queryCollection(queryRuntime, collection, { ...options, query: request.body.query }));
-    // Scores of different collections are not comparable (BM25 statistics differ), ranks are.
-    const byKey = new Map<string, QueryResponse['results'][number]>(responses.flatMap((response) => response.results.map((result) => [`${result.collection}\u0000${result.id}`, result] as const)));
-    const fused = reciprocalRankFusion(responses.map((response) => ({
-      keys: response.results.map((result) => `${result.collection}\u0000${result.id}`), weight: 1,
-    })), options.rrf_k ?? DEFAULT_RRF_K);
-    const topK = options.top_k ?? Math.max(...collections.map((collection) => collection.defaultTopK));
-    // A chunk belongs to one collection, so it is in one list only: scaling by the number of lists
-    // makes rank 1 of any collection score 1.0, as rank 1 does in a single-collection query.
-    const results = fused.slice(0, topK).map((hit) => ({ ...byKey.get(hit.key)!, score: hit.score * responses.length, collection_score: byKey.get(hit.key)!.score }));
-    return {
-      results,
-      query: request.body.query,
-      collection: null,
-      collections: unique,
-      total: results.length,
-      timings: {
-        total_ms: Math.round((performance.now() - started) * 100) / 100,
-        per_collection: Object.fromEntries(responses.map((response) => [response.collection, response.timings])),
-      },
-    };
+    const names = [...new Set(request.body.collections)];
+    const collections = await Promise.all(names.map((name) => findCollection(services.collections, actor, name)));
+    return queryCollections(queryRuntime, collections, request.body);
   });
 
   app.post('/v1/batch/query', {

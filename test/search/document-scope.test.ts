@@ -2,7 +2,8 @@
  * Queries scoped to some documents (`document_ids`) through the HTTP API, on both backends (so
  * through the embedded store and memory BM25 index, and through pgvector and SQL BM25): only the
  * listed documents' chunks come back, in every mode, however low they rank in the collection;
- * ranking statistics stay the collection's; tenants, batch items, the cache and bad input.
+ * ranking statistics stay the collection's; tenants, batch items, queries across collections, the
+ * cache and bad input.
  */
 import t from 'tap';
 import { MAX_SCOPED_DOCUMENTS } from '../../src/search/document-scope.js';
@@ -194,8 +195,51 @@ for (const backend of testBackends()) {
         t, await request('POST', url, { query: 'moon', document_ids: [otherCollectionDocument] }), 404,
         `document_ids: document ${otherCollectionDocument} not found in collection moon`, 'a document of another collection:',
       );
-      const across = await request('POST', '/v1/query', { query: 'moon', collections: ['moon', 'filtered'], document_ids: [weakId] });
-      assertError(t, across, 400, /document_ids/, '/v1/query: a multi-collection query takes no document scope;');
+      assertError(t, await request('POST', '/v1/query', { query: 'moon', collections: ['moon'], document_ids: [] }), 400, /document_ids/, '/v1/query, empty list:');
+    });
+
+    await t.test('across collections (/v1/query), each collection is asked about its own listed documents', async (t) => {
+      interface FusedAnswer extends Omit<QueryAnswer, 'timings'> { results: Array<Result & { collection: string }>; collections: string[]; timings: { total_ms: number; per_collection: Record<string, unknown> } }
+      const across = (body: Record<string, unknown>) => ok<FusedAnswer>('POST', '/v1/query', { query: 'moon', min_score: -1, ...body });
+      const [blueId] = (await query('filtered', { query: 'blue', search_mode: 'keyword', top_k: 1 })).results.map((result) => result.document_id);
+      for (const mode of MODES) {
+        const answer = await across({ search_mode: mode, collections: ['moon', 'filtered', 'deleting'], document_ids: [weakId, blueId] });
+        t.same(
+          answer.results.map((result) => [result.collection, result.document_id]).sort(),
+          [['filtered', blueId], ['moon', weakId]].sort(),
+          `${mode}: the two listed documents, each named with its collection, and nothing else`,
+        );
+        t.same(Object.keys(answer.timings.per_collection).sort(), ['filtered', 'moon'], `${mode}: the collection holding none of them was not queried`);
+        t.same(answer.collections, ['moon', 'filtered', 'deleting'], `${mode}: the collections asked for are still named`);
+        t.same(answer.documents_not_ready, [], `${mode}: every listed document ready`);
+      }
+      const unscoped = await across({ collections: ['moon', 'filtered'] });
+      t.notOk('documents_not_ready' in unscoped, 'an unscoped query does not carry documents_not_ready');
+
+      const [failed] = (await ok<{ data: Array<{ id: string; status: string }> }>('GET', '/v1/collections/readiness/documents?status=failed')).data;
+      const withFailed = await across({ collections: ['readiness', 'moon'], document_ids: [weakId, failed!.id] });
+      t.same(withFailed.results.map((result) => result.document_id), [weakId], 'the failed document has nothing indexed');
+      t.match(withFailed.documents_not_ready, [{ id: failed!.id, status: 'failed' }], 'and is named, from its own collection');
+
+      const missing = '00000000-0000-4000-8000-000000000001';
+      assertError(
+        t, await request('POST', '/v1/query', { query: 'moon', collections: ['moon', 'filtered'], document_ids: [weakId, missing] }), 404,
+        `document_ids: document ${missing} not found in collections moon, filtered`, 'a document none of the collections holds:',
+      );
+      assertError(
+        t, await request('POST', '/v1/query', { query: 'moon', collections: ['filtered'], document_ids: [weakId] }), 404,
+        `document_ids: document ${weakId} not found in collection filtered`, 'a document of a collection not asked for:',
+      );
+
+      const [aId, bId] = (await ok<{ data: Array<{ id: string; metadata: { tenant: string } }> }>('GET', '/v1/collections/tenants/documents'))
+        .data.sort((left, right) => left.metadata.tenant.localeCompare(right.metadata.tenant)).map((document) => document.id);
+      const own = await across({ collections: ['tenants'], filters: { tenant: 'a' }, document_ids: [aId] });
+      t.same(own.results.map((result) => result.document_id), [aId], 'a tenant\'s own document');
+      assertError(
+        t, await request('POST', '/v1/query', { query: 'moon', collections: ['tenants', 'moon'], filters: { tenant: 'a' }, document_ids: [bId] }), 404,
+        `document_ids: document ${bId} not found in collections tenants, moon`, 'another tenant\'s document, the same answer as for one that does not exist:',
+      );
+      assertError(t, await request('POST', '/v1/query', { query: 'moon', collections: ['tenants'], document_ids: [aId] }), 400, /filters\.tenant/, 'no tenant:');
     });
   });
 }
