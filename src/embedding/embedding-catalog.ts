@@ -1,5 +1,6 @@
 import type { PluginRegistry } from '../plugin-registry.js';
 import type { EmbeddingModelInfo } from '../plugins.js';
+import { MAX_EMBEDDING_DIMENSION } from '../vectors/unit-vector.js';
 import { HOSTED_EMBEDDING_PROVIDERS, LOCAL_DEFAULT_DIMENSION } from './embedding-choice.js';
 import { pricePerMillionTokens } from './rate-card.js';
 
@@ -37,7 +38,7 @@ export function embeddingCatalog(registry: PluginRegistry): CatalogEntry[] {
     if (plugin.name === 'local') {
       return [{
         ...base, model: `local-hash-${LOCAL_DEFAULT_DIMENSION}`, dimension: LOCAL_DEFAULT_DIMENSION, configurable_dimension: true,
-        dimension_options: null, dimension_range: { min: 2, max: 16000 }, price_per_million_tokens_usd: 0, default: true,
+        dimension_options: null, dimension_range: { min: 2, max: MAX_EMBEDDING_DIMENSION }, price_per_million_tokens_usd: 0, default: true,
       }];
     }
     if (!plugin.models?.length) {

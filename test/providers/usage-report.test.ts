@@ -86,7 +86,7 @@ for (const backend of testBackends()) {
     await t.test('/v1/embeddings/models: built-in and rate-card models with dimension and price', async (t) => {
       const { data } = await api.ok('GET', '/v1/embeddings/models');
       const find = (provider: string, model: string | null) => data.find((entry: { provider: string; model: string | null }) => entry.provider === provider && entry.model === model);
-      t.match(find('local', 'local-hash-384'), { dimension: 384, price_per_million_tokens_usd: 0, hosted: false, default: true, configurable_dimension: true });
+      t.match(find('local', 'local-hash-384'), { dimension: 384, price_per_million_tokens_usd: 0, hosted: false, default: true, configurable_dimension: true, dimension_range: { min: 2, max: 16000 } });
       t.match(find('openai', 'text-embedding-3-small'), { dimension: 1536, price_per_million_tokens_usd: 0.02, hosted: true, default: true, dimension_range: { min: 1, max: 1536 } });
       t.match(find('openai', 'text-embedding-ada-002'), { dimension: 1536, price_per_million_tokens_usd: 0.1, configurable_dimension: false, dimension_options: [1536] });
       t.match(find('cohere', 'embed-english-v3.0'), { dimension: 1024, price_per_million_tokens_usd: 0.1, default: true });
