@@ -42,6 +42,8 @@ async function findOrMakeTemplate(baseUrl: string): Promise<string> {
   try {
     await (await openDatabase({ databaseUrl: url.toString() })).close();
     await runOnServer(baseUrl, `alter database ${building} rename to ${name}`);
+    // A copy fails while anything is connected to its template: closed to connections, as template0 is.
+    await runOnServer(baseUrl, `alter database ${name} with is_template true allow_connections false`);
   } catch (error) {
     await runOnServer(baseUrl, `drop database if exists ${building} with (force)`);
     if (!await databaseExists(baseUrl, name)) throw error;
