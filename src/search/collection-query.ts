@@ -5,7 +5,7 @@ import { tenantText } from '../documents/metadata-rules.js';
 import { BadRequestError } from '../errors.js';
 import type { EmbeddingModel, Reranker, SqlRunner } from '../plugins.js';
 import { attachContextWindows, type ResultContext } from './context-window.js';
-import { documentScope, type DocumentNotReady } from './document-scope.js';
+import { documentScope, type DocumentNotReady, type ListedDocumentRow } from './document-scope.js';
 import { parseFilter } from './filters/parse-filter.js';
 import { splitTenantEquality } from './filters/tenant-equality.js';
 import { highlightSpans, highlightTerms, type Highlight } from './highlights.js';
@@ -90,7 +90,8 @@ export interface QueryRuntime {
   events: QueryEventRecorder;
 }
 
-const round = (milliseconds: number) => Math.round(milliseconds * 100) / 100;
+/** Timings to a hundredth of a millisecond. */
+export const roundMilliseconds = (milliseconds: number) => Math.round(milliseconds * 100) / 100;
 
 /** The tenant value of a query: `filters: {"<tenant_field>": value}` (api-contract 5); 400 naming the field when absent. */
 export function queryTenant(collection: CollectionRecord, filter: Record<string, unknown> | null | undefined): string | null {
@@ -119,8 +120,11 @@ function cacheKey(collection: CollectionRecord, input: CollectionQueryInput, emb
   return `${collection.id}:${collection.writeVersion}${vector}:${JSON.stringify(rest, keepInfinities)}`;
 }
 
-/** Runs one query against one collection: semantic, keyword (BM25) or hybrid (RRF of both). */
-export async function queryCollection(runtime: QueryRuntime, collection: CollectionRecord, input: CollectionQueryInput): Promise<QueryResponse> {
+/**
+ * Runs one query against one collection: semantic, keyword (BM25) or hybrid (RRF of both).
+ * `listedDocuments` are the `document_ids` rows when a query over several collections has read them.
+ */
+export async function queryCollection(runtime: QueryRuntime, collection: CollectionRecord, input: CollectionQueryInput, listedDocuments?: readonly ListedDocumentRow[]): Promise<QueryResponse> {
   const started = performance.now();
   const mode = input.search_mode ?? collection.defaultSearchMode;
   const topK = input.top_k ?? collection.defaultTopK;
@@ -146,7 +150,7 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
       const total = performance.now() - started;
       runtime.events.record({ collectionId: collection.id, query: input.query, searchMode: mode, resultCount: cached.total, latencyMs: total, cached: true, at: new Date() });
       // Only the lookup ran: the stored stage timings would add up to more than this total.
-      return { ...cached, timings: { total_ms: round(total), cached: true } };
+      return { ...cached, timings: { total_ms: roundMilliseconds(total), cached: true } };
     }
   }
 
@@ -154,20 +158,20 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   let keys: number[] | undefined;
   let notReady: DocumentNotReady[] | undefined;
   if (input.document_ids) {
-    const [scope, scopeMs] = await timed(() => documentScope(runtime.sql, collection, input.document_ids!, tenant));
+    const [scope, scopeMs] = await timed(() => documentScope(runtime.sql, collection, input.document_ids!, tenant, listedDocuments));
     ({ keys, notReady } = scope);
-    timings.scope_ms = round(scopeMs);
+    timings.scope_ms = roundMilliseconds(scopeMs);
   }
   const reranking = rerankRequested(collection, input.rerank);
   const candidates = firstStageCount(reranking, topK);
   const addTiming = (stage: 'semantic_ms' | 'keyword_ms' | 'fusion_ms', milliseconds: number) => {
-    timings[stage] = round((timings[stage] ?? 0) + milliseconds);
+    timings[stage] = roundMilliseconds((timings[stage] ?? 0) + milliseconds);
   };
   // Embedded once, however many depths the per-document limit makes the query search at.
   let queryVector = givenEmbedding ? Promise.resolve(givenEmbedding) : undefined;
   const embedQuery = () => (queryVector ??= (async () => {
     const [embedded, embeddingMs] = await timed(() => runtime.embeddingModelFor(collection).embed([input.query], 'query'));
-    timings.embedding_ms = round(embeddingMs);
+    timings.embedding_ms = roundMilliseconds(embeddingMs);
     return embedded.vectors[0]!;
   })());
   const runSemantic = async (depth: number) => {
@@ -237,11 +241,11 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
       ({ ranked, exhausted } = await rankAtDepth(depth));
       eligible = passing(ranked);
     }
-    timings.per_document_ms = round(performance.now() - limitStart);
+    timings.per_document_ms = roundMilliseconds(performance.now() - limitStart);
   }
   const selected = eligible.slice(0, candidates);
   const [chunks, fetchMs] = await timed(() => fetchChunksByKey(runtime.sql, selected.map((hit) => hit.key)));
-  timings.fetch_ms = round(fetchMs);
+  timings.fetch_ms = roundMilliseconds(fetchMs);
   let results: QueryResult[] = [];
   for (const hit of selected) {
     const chunk = chunks.get(hit.key);
@@ -257,7 +261,7 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   if (input.context_window) {
     const window = input.context_window;
     const [, contextMs] = await timed(() => attachContextWindows(runtime.sql, results, window));
-    timings.context_ms = round(contextMs);
+    timings.context_ms = roundMilliseconds(contextMs);
   }
   if (input.highlight) {
     const terms = highlightTerms(input.query);
@@ -267,7 +271,7 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
     }
   }
   if (input.multimodal) await attachMultimodalElements(runtime.sql, collection, results);
-  timings.total_ms = round(performance.now() - started);
+  timings.total_ms = roundMilliseconds(performance.now() - started);
   const response: QueryResponse = {
     results, query: input.query, collection: collection.name, search_mode: mode, total: results.length, timings,
     ...(notReady ? { documents_not_ready: notReady } : {}),

@@ -5,23 +5,21 @@
  * and a collection holding none of them is not asked.
  */
 import type { CollectionRecord } from '../db/entities/index.js';
-import type { SqlRunner } from '../plugins.js';
-import { DEFAULT_RRF_K, queryCollection, queryTenant, type QueryResponse, type QueryRuntime } from './collection-query.js';
-import { documentsNotFound, type DocumentNotReady } from './document-scope.js';
+import { DEFAULT_RRF_K, queryCollection, queryTenant, roundMilliseconds, type QueryResponse, type QueryRuntime } from './collection-query.js';
+import { documentsNotFound, heldBy, listedDocumentIds, readListedDocuments, type DocumentNotReady, type ListedDocumentRow } from './document-scope.js';
 import type { MultiCollectionQueryInput } from './query-request.js';
 import { reciprocalRankFusion } from './reciprocal-rank-fusion.js';
-
-const round = (milliseconds: number) => Math.round(milliseconds * 100) / 100;
 
 export async function queryCollections(runtime: QueryRuntime, collections: CollectionRecord[], input: MultiCollectionQueryInput) {
   const started = performance.now();
   const { collections: _names, document_ids: documentIds, ...options } = input;
-  const asked = documentIds ? await listedDocumentsByCollection(runtime.sql, collections, documentIds, input.filters) : undefined;
+  const rows = documentIds ? await readListedDocuments(runtime.sql, documentIds) : undefined;
+  const asked = rows ? listedDocumentsByCollection(rows, collections, documentIds!, input.filters) : undefined;
   const responses: QueryResponse[] = [];
   for (const collection of collections) {
     const listed = asked?.get(collection.id);
     if (asked && !listed) continue;
-    responses.push(await queryCollection(runtime, collection, { ...options, ...(listed ? { document_ids: listed } : {}) }));
+    responses.push(await queryCollection(runtime, collection, { ...options, ...(listed ? { document_ids: listed } : {}) }, rows));
   }
   // Scores of different collections are not comparable (BM25 statistics differ), ranks are.
   const keyOf = (result: QueryResponse['results'][number]) => `${result.collection}\u0000${result.id}`;
@@ -38,7 +36,7 @@ export async function queryCollections(runtime: QueryRuntime, collections: Colle
     collections: collections.map((collection) => collection.name),
     total: results.length,
     timings: {
-      total_ms: round(performance.now() - started),
+      total_ms: roundMilliseconds(performance.now() - started),
       per_collection: Object.fromEntries(responses.map((response) => [response.collection, response.timings])),
     },
     ...(documentIds ? { documents_not_ready: inListedOrder(documentIds, responses) } : {}),
@@ -50,26 +48,20 @@ export async function queryCollections(runtime: QueryRuntime, collections: Colle
  * collection has a tenant field); 404 naming those none of the collections holds, the same answer
  * for another tenant's document as for one that does not exist.
  */
-async function listedDocumentsByCollection(sql: SqlRunner, collections: CollectionRecord[], documentIds: readonly string[], filters: MultiCollectionQueryInput['filters']): Promise<Map<string, string[]>> {
-  const listed = [...new Set(documentIds.map((id) => id.toLowerCase()))];
+function listedDocumentsByCollection(rows: readonly ListedDocumentRow[], collections: CollectionRecord[], documentIds: readonly string[], filters: MultiCollectionQueryInput['filters']): Map<string, string[]> {
   const tenants = new Map(collections.map((collection) => [collection.id, queryTenant(collection, filters)]));
-  const rows = await sql<{ id: string; collection_id: string; tenant: string | null }>(
-    'select id, collection_id, tenant from documents where id = any(?::uuid[])',
-    [listed],
-  );
-  const byCollection = new Map<string, string[]>();
+  const byCollection = new Map<string, Set<string>>();
   for (const row of rows) {
-    const collection = collections.find((candidate) => candidate.id === row.collection_id);
-    if (!collection || (collection.tenantField && row.tenant !== tenants.get(collection.id))) continue;
-    byCollection.set(collection.id, [...byCollection.get(collection.id) ?? [], row.id]);
+    const collection = collections.find((candidate) => heldBy(row, candidate, tenants.get(candidate.id) ?? null));
+    if (collection) byCollection.set(collection.id, (byCollection.get(collection.id) ?? new Set()).add(row.id));
   }
-  const found = new Set([...byCollection.values()].flat());
-  const missing = listed.filter((id) => !found.has(id));
+  const found = new Set([...byCollection.values()].flatMap((ids) => [...ids]));
+  const missing = listedDocumentIds(documentIds).filter((id) => !found.has(id));
   if (missing.length > 0) throw documentsNotFound(missing, collections);
-  return byCollection;
+  return new Map([...byCollection].map(([collectionId, ids]) => [collectionId, [...ids]]));
 }
 
 function inListedOrder(documentIds: readonly string[], responses: QueryResponse[]): DocumentNotReady[] {
   const notReady = new Map(responses.flatMap((response) => (response.documents_not_ready ?? []).map((document) => [document.id, document] as const)));
-  return [...new Set(documentIds.map((id) => id.toLowerCase()))].flatMap((id) => notReady.get(id) ?? []);
+  return listedDocumentIds(documentIds).flatMap((id) => notReady.get(id) ?? []);
 }
