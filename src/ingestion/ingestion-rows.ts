@@ -87,20 +87,24 @@ export function embeddingInput(row: ChunkRow): string {
 export function chunkRows(documents: PreparedDocument[], start: number, end: number): ChunkRow[] {
   return slicesOf(documents, (document) => document.chunks, start, end).flatMap(({ document, from, to }) => {
     const fromSource = sourceMetadataForChunks(document.sourceMetadata);
-    let previous: { chunk: ElementChunk; metadata: Record<string, unknown> } | undefined;
+    let previous: { chunk: ElementChunk; contents: ChunkContents; metadata: Record<string, unknown> } | undefined;
     return document.chunks.slice(from, to).map((chunk) => {
+      const contents = chunkContents(document.elements, chunk);
       // Consecutive chunks of one section share one metadata object (nothing changes one in place):
       // the embedded vector store and keyword index keep it as long as the chunk lives, and each of
       // a plain text's 344k chunks had its own equal copy.
-      const metadata = previous && previous.chunk.page === chunk.page && sameHeadingPath(previous.chunk.headingPath, chunk.headingPath) && previous.chunk.tableHeader === chunk.tableHeader
+      const metadata = previous && previous.chunk.page === chunk.page && sameHeadingPath(previous.chunk.headingPath, chunk.headingPath)
+        && previous.chunk.tableHeader === chunk.tableHeader && sameContents(previous.contents, contents)
         ? previous.metadata
         // Upload metadata on every chunk, so callers always find and can filter on what they sent: it
         // wins over the chunk's own keys, and over what the file says of itself.
         : {
           ...fromSource, heading_path: chunk.headingPath, ...(chunk.page !== undefined ? { page: chunk.page } : {}),
-          ...(chunk.tableHeader !== undefined ? { table_header: chunk.tableHeader } : {}), ...document.row.metadata,
+          ...(chunk.tableHeader !== undefined ? { table_header: chunk.tableHeader } : {}),
+          element_types: contents.elementTypes, ...(contents.codeLanguages.length > 0 ? { code_languages: contents.codeLanguages } : {}),
+          ...document.row.metadata,
         };
-      previous = { chunk, metadata };
+      previous = { chunk, contents, metadata };
       return {
         id: documentChunkId(document.row.id, chunk.index), documentId: document.row.id, chunkIndex: chunk.index, text: chunk.text, metadata, tenant: document.row.tenant,
         textStart: chunk.charStart,
@@ -109,4 +113,30 @@ export function chunkRows(documents: PreparedDocument[], start: number, end: num
     });
   });
 }
+
+/**
+ * What a chunk holds, as filters ask for it ("only code", "Python examples"): the types of the
+ * elements it has text of, and the languages of its code blocks, each once in document order.
+ */
+interface ChunkContents {
+  elementTypes: string[];
+  codeLanguages: string[];
+}
+
+function chunkContents(elements: readonly DocumentElement[], chunk: ElementChunk): ChunkContents {
+  const elementTypes = new Set<string>();
+  const codeLanguages = new Set<string>();
+  for (let index = chunk.startElement; index <= chunk.endElement; index++) {
+    const element = elements[index]!;
+    // Blank elements (page breaks, images without text) are not in any chunk's text.
+    if (element.text.trim() === '') continue;
+    elementTypes.add(element.type);
+    const language = element.metadata?.language;
+    if (element.type === 'code' && typeof language === 'string' && language !== '') codeLanguages.add(language.toLowerCase());
+  }
+  return { elementTypes: [...elementTypes], codeLanguages: [...codeLanguages] };
+}
+
+const sameList = (one: readonly string[], other: readonly string[]) => one.length === other.length && one.every((item, index) => item === other[index]);
+const sameContents = (one: ChunkContents, other: ChunkContents) => sameList(one.elementTypes, other.elementTypes) && sameList(one.codeLanguages, other.codeLanguages);
 

@@ -8,7 +8,7 @@
 const LONGEST_COPIED_TEXT = 1000;
 const LONGEST_COPIED_LIST = 100;
 /** The chunk's own keys: a front matter `page` must not pass for the page a PDF chunk is on. */
-const CHUNK_KEYS = new Set(['heading_path', 'page', 'table_header']);
+const CHUNK_KEYS = new Set(['heading_path', 'page', 'table_header', 'element_types', 'code_languages']);
 
 function isCopiedScalar(value: unknown): boolean {
   if (typeof value === 'string') return value.length <= LONGEST_COPIED_TEXT;

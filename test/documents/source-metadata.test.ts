@@ -65,7 +65,7 @@ for (const backend of testBackends()) {
 
     const chunks = async (id: string) => (await app.inject({ url: `/v1/collections/harbour/documents/${id}/chunks`, headers: admin })).json().data as Array<{ metadata: Record<string, unknown> }>;
     t.same((await chunks(postId))[0]!.metadata, {
-      title: 'Harbour notes', author: 'uploader', tags: ['pilots', 'tides'], draft: false, weight: 3, heading_path: ['Harbour notes'],
+      title: 'Harbour notes', author: 'uploader', tags: ['pilots', 'tides'], draft: false, weight: 3, heading_path: ['Harbour notes'], element_types: ['heading', 'paragraph'],
     }, 'chunks carry the filterable values; the upload metadata wins; nested maps, long strings and `page` stay on the document');
     t.same((await chunks(pdfId)).map((chunk) => [chunk.metadata.page, chunk.metadata.pages, chunk.metadata.author]), [[1, 2, 'Port Authority'], [2, 2, 'Port Authority']], 'a PDF chunk keeps its own page beside the page count');
 

@@ -328,7 +328,7 @@ for (const backend of testBackends()) {
       t.equal(hit!.chunk_index, 0);
       t.equal(hit!.text, text);
       t.equal(hit!.collection, 'docs');
-      t.same(hit!.metadata, { source: 'upload', dept: { name: 'astro' }, heading_path: [] }, 'upload metadata on the chunk');
+      t.same(hit!.metadata, { source: 'upload', dept: { name: 'astro' }, heading_path: [], element_types: ['paragraph'] }, 'upload metadata on the chunk');
       const expected = cosine(await localEmbedding('elliptical planet orbit', 384), await localEmbedding(text, 384));
       t.ok(Math.abs(hit!.score - expected) < 1e-5, `cosine of the local embeddings: ${hit!.score} vs ${expected}`);
 
