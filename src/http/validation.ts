@@ -75,6 +75,23 @@ function withoutNullableNoise(errors: ErrorObject[]): ErrorObject[] {
   return errors.filter((error) => !isNoise(error) || !specificAt.has(error.instancePath));
 }
 
+/**
+ * ajv's wording where it reads badly: "must NOT have fewer than 1 characters" for an empty string,
+ * "must match pattern \"\\S\"" for a blank one.
+ */
+function plainMessage(error: ErrorObject): string | undefined {
+  const { limit, pattern } = error.params as { limit?: number; pattern?: string };
+  switch (error.keyword) {
+    case 'minLength': return limit === 1 ? 'must not be empty' : `must be at least ${limit} characters long`;
+    case 'maxLength': return `must be at most ${limit} characters long`;
+    case 'minItems': return limit === 1 ? 'must list at least one item' : `must list at least ${limit} items`;
+    case 'maxItems': return `must list at most ${limit} items`;
+    // The schemas' pattern for text that must hold more than whitespace.
+    case 'pattern': return pattern === '\\S' ? 'must not be blank' : undefined;
+    default: return undefined;
+  }
+}
+
 export function describeValidationErrors(errors: ErrorObject[], context: string): string {
   return withoutNullableNoise(errors).flatMap((error) => {
     const where = error.instancePath ? `${context}${error.instancePath.replaceAll('/', '.')}` : context;
@@ -91,6 +108,6 @@ export function describeValidationErrors(errors: ErrorObject[], context: string)
     if (error.keyword === 'required') {
       return [`${where} is missing required field "${(error.params as { missingProperty: string }).missingProperty}"`];
     }
-    return [`${where} ${error.message ?? 'is invalid'}`];
+    return [`${where} ${plainMessage(error) ?? error.message ?? 'is invalid'}`];
   }).join('; ');
 }

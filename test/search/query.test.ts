@@ -653,6 +653,11 @@ for (const backend of testBackends()) {
         errors: [{ keyword: 'enum', params: { allowedValues: ['semantic', 'keyword', 'hybrid'] } }],
       }, 'an unknown search_mode is said once, with the values it takes');
       t.equal(unknownMode.json().errors.length, 1, 'one error, not one per mode and one for their union');
+      const detailOf = async (url: string, body: unknown) => (await request('POST', url, body)).json().detail as string;
+      t.equal(await detailOf('/v1/collections/fixture/query', { query: '' }), 'body.query must not be empty', 'an empty query is said in words');
+      t.equal(await detailOf('/v1/collections/fixture/query', { query: ' \t ' }), 'body.query must not be blank', 'so is a blank one, not as a pattern');
+      t.equal(await detailOf('/v1/collections/fixture/query', { query: 'quasar '.repeat(1500) }), 'body.query must be at most 10000 characters long');
+      t.equal(await detailOf('/v1/query', { query: QUERY, collections: [] }), 'body.collections must list at least one item');
       const mixed = await refused(t, await request('POST', '/v1/collections/fixture/query', { query: QUERY, filters: { role: { $eq: 'target', name: 'x' } } }), 400, 'operator beside a field key');
       t.match(mixed, /^Filter value of field "role" has the key "name", which is not an operator/, 'the detail names the key');
       const multi: Array<[string, unknown]> = [
