@@ -69,7 +69,7 @@ export type CollectionUpdateInput = Partial<Pick<CollectionCreateInput, (typeof 
 
 /**
  * Types and bounds of the updatable fields; other fields pass the schema so that the service can
- * refuse them by name ("Field dimension cannot be updated").
+ * refuse them by name ("Field dimension cannot be updated: ...").
  */
 export const CollectionUpdateBody = Type.Object(
   Object.fromEntries(UPDATABLE_FIELDS.map((field) => [field, CollectionCreateBody.properties[field]])) as Pick<typeof CollectionCreateBody.properties, (typeof UPDATABLE_FIELDS)[number]>,

@@ -149,7 +149,7 @@ export function assertUpdatableFields(body: Record<string, unknown>): Collection
   const known = Object.keys(CollectionCreateBody.properties);
   for (const field of Object.keys(body)) {
     if (!known.includes(field)) throw new BadRequestError(`Unknown field: ${field}`);
-    if (!(UPDATABLE_FIELDS as readonly string[]).includes(field)) throw new BadRequestError(`Field ${field} cannot be updated`);
+    if (!(UPDATABLE_FIELDS as readonly string[]).includes(field)) throw new BadRequestError(`Field ${field} cannot be updated: it is fixed when the collection is created (create another collection to change it); the updatable fields are ${UPDATABLE_FIELDS.join(', ')}`);
   }
   return body as CollectionUpdateInput;
 }

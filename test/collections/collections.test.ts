@@ -284,6 +284,7 @@ for (const backend of testBackends()) {
         assertError(t, await patch('editable', { description: 'sneaky', [field]: value }), 400, new RegExp(`\\b${field}\\b`), `PATCH description + ${field}`);
         t.same((await get('editable')).json(), afterUpdates, `nothing changed after refusing ${field}`);
       }
+      assertError(t, await patch('editable', { chunk_size: 300 }), 400, /^Field chunk_size cannot be updated: it is fixed when the collection is created \(create another collection to change it\); the updatable fields are description, metadata, embedding_api_key, chunk_strategy, /, 'the detail says what can be updated');
       t.equal((await get('renamed')).statusCode, 404, 'no rename happened');
       assertError(t, await patch('editable', { colour: 'blue' }), 400, /colour/, 'unknown field');
       assertError(t, await patch('editable', { default_top_k: 0 }), 400, /default_top_k/, 'top_k out of range');
