@@ -7,7 +7,8 @@
  * "3. item" in ordered lists, nested items indented); table → `table` ("a | b" lines, in document
  * order, so a header row comes first; a caption becomes a paragraph before it); pre → `code`
  * (whitespace kept, metadata.language from a `language-x` class); img → `image` when the caller's
- * `resolveImage` knows the picture (its alt text is the element's text). Inline <code> stays
+ * `resolveImage` knows the picture (its alt text is the element's text), else its alt text stays
+ * in the surrounding text, as Markdown's does. Inline <code> stays
  * inside its sentence: making it an element would cut "call <code>f()</code> first" into three.
  *
  * Page chrome is skipped with its content (src/parsing/html-boilerplate.ts). Exceptions: a
@@ -31,7 +32,7 @@ export interface ResolvedImage {
 }
 
 export interface HtmlElementOptions {
-  /** Looks up an <img src>; undefined drops the image (e.g. a remote URL the service will not fetch). */
+  /** Looks up an <img src>; undefined drops the picture (e.g. a remote URL the service will not fetch), not its alt text. */
   resolveImage?: (src: string) => ResolvedImage | undefined;
   /**
    * Reads the page's <meta> author, description and keywords into `metadata`. Only for a whole page:
@@ -215,7 +216,13 @@ class HtmlElementCollector {
 
   private addImage(attributes: Record<string, string>): void {
     const resolved = this.options.resolveImage?.(attributes.src ?? '');
-    if (!resolved) return;
+    if (!resolved) {
+      // The picture is out of reach (a remote URL), its description is not: a web page's diagram
+      // was found by nothing, while the same page in Markdown kept its alt text in the sentence.
+      const alt = collapseWhitespace(attributes.alt ?? '');
+      if (alt) this.appendText(` ${alt} `);
+      return;
+    }
     const element: DocumentElement = {
       type: 'image',
       text: collapseWhitespace(attributes.alt ?? ''),

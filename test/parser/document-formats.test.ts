@@ -22,7 +22,8 @@ const MANUAL_PAGES = [
 const COOKIE_PAGE = `<!doctype html><html><head><title>Tide tables</title></head><body>
 <div class="cookie-banner">We use cookies. Accept all cookies?</div>
 <nav>Home | Tides | Contact</nav>
-<main><h1>Tide tables</h1><p>High water at Brest is at 06:12 today.</p></main>
+<main><h1>Tide tables</h1><p>High water at Brest is at 06:12 today.</p>
+<p>See <img src="https://example.com/range.png" alt="the tidal range chart"> for the week.</p></main>
 <footer>Copyright harbour authority</footer></body></html>`;
 
 // Shapes from real READMEs and changelogs (glob, fastify, ssri, chalk, jszip in node_modules).
@@ -224,6 +225,9 @@ for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[nu
       const tides = (await api.chunks('formats', ids['tides.html']!)).map((chunk) => chunk.text).join('\n');
       t.match(tides, /High water at Brest/);
       t.notMatch(tides, /cookies|Home \| Tides|Copyright/, 'banner, nav and footer are not indexed');
+      t.match(tides, /See the tidal range chart for the week\./, 'a remote picture is not fetched, its alt text stays in the sentence');
+      const chart = await ctx.app.inject({ method: 'POST', url: '/v1/collections/formats/query', headers: api.headers, payload: { query: 'tidal range chart', search_mode: 'keyword' } });
+      t.equal(chart.json().results[0]?.document_id, ids['tides.html'], 'and finds the page');
       t.match((await api.chunks('formats', ids['scan.txt']!))[0]?.metadata, { page: 1 }, 'the misnamed PDF is parsed as a PDF');
     });
 
