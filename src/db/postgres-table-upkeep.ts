@@ -18,7 +18,9 @@ import type { SqlRunner } from '../plugins.js';
  * when dead rows or rows inserted since the last vacuum pass their threshold plus scale factor of
  * the table, analyze when rows changed since the last analyze do. Where autovacuum runs, a round
  * finds nothing. Neither blocks reads or writes; SKIP_LOCKED passes over a table whose lock another
- * maintenance or index build holds, till the next round. At 100k chunks a vacuum of an insert-only
+ * maintenance or index build holds, till the next round. Replicas on one database each run rounds
+ * without coordinating: one replica's vacuum passes over a table another's is vacuuming, and a
+ * table vacuumed or analyzed is no longer due, so a round after another's finds little to do. At 100k chunks a vacuum of an insert-only
  * table took 0.3-0.8 s. A table with an index other than a B-tree (the pgvector store's, with one
  * HNSW index per collection) is analyzed but never vacuumed here (see the statement).
  */
