@@ -48,11 +48,17 @@ export const AdmittedDocumentView = Type.Object({
   replaced_document_ids: Type.Optional(Type.Array(Type.String({ format: 'uuid' }), { description: 'documents on_duplicate replace deleted; absent when none' })),
 }, { additionalProperties: false });
 
+/** A chunk's metadata, as listed and as returned by queries (src/ingestion/ingestion-rows.ts). */
+export const ChunkMetadata = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'the upload (or upsert) metadata, the filterable values the file states of itself, and on a document\'s chunks its own keys: '
+    + 'heading_path, page, table_header, element_types (the types of the elements it holds text of) and code_languages',
+});
+
 export const ChunkView = Type.Object({
   id: Type.String({ format: 'uuid' }),
   chunk_index: Type.Integer(),
   text: Type.String(),
-  metadata: JsonObject,
+  metadata: ChunkMetadata,
   document_id: Type.String({ format: 'uuid' }),
   collection: Type.String(),
 }, { additionalProperties: false });

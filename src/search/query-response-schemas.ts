@@ -5,7 +5,7 @@
  */
 import { Type } from 'typebox';
 import { SEARCH_MODES } from '../db/entities/index.js';
-import { DocumentView } from '../documents/document-response-schemas.js';
+import { ChunkMetadata, DocumentView } from '../documents/document-response-schemas.js';
 import { stringEnum } from '../http/string-enum.js';
 
 /** An image shown beside a result with `multimodal: true` (MultimodalElement of multimodal-elements.ts). */
@@ -47,7 +47,7 @@ const queryResultFields = {
     keyword: Type.Optional(Type.Number()),
     rerank: Type.Optional(Type.Number()),
   }, { additionalProperties: false, description: 'the score of each list the result was found in, and the reranker\'s' }),
-  metadata: Type.Record(Type.String(), Type.Unknown(), { description: 'the chunk\'s metadata, as uploaded or upserted' }),
+  metadata: ChunkMetadata,
   collection: Type.String(),
   multimodal_elements: Type.Optional(Type.Array(MultimodalElement, { description: 'with `multimodal: true`: the images of the result\'s page or section' })),
   highlights: Type.Optional(Highlights),
