@@ -6,6 +6,7 @@ import { deleteChunksByKey, insertChunks } from '../documents/chunk-store.js';
 import type { StoredElementImages } from '../documents/element-files.js';
 import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed-chunk-texts.js';
 import { ProviderError } from '../errors.js';
+import { loadCodeLanguageNames } from '../parsing/code-language-names.js';
 import { storableParsedDocument } from '../parsing/storable-document.js';
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
 import type { KeywordIndex } from '../search/keyword/keyword-index.js';
@@ -15,7 +16,7 @@ import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
 import { BatchProgress } from './batch-progress.js';
 import { detectParser } from './parser-selection.js';
 import { withAttachedFiles } from './attached-files.js';
-import { chunkRows, elementRows, embeddingInput, type ChunkRow, type DocumentRow, type PreparedDocument } from './ingestion-rows.js';
+import { chunkRows, codeLanguageTag, elementRows, embeddingInput, type ChunkRow, type DocumentRow, type PreparedDocument } from './ingestion-rows.js';
 
 export interface IngestionRuntime {
   sql: SqlRunner;
@@ -151,7 +152,8 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
   // A document with nothing to search was marked ready with 0 chunks, and nothing told its uploader why it was never found.
   if (chunks.length === 0) throw new IngestionError('parsing', `the file holds no text to index${choice.parser.mayHoldScans ? ' (scanned pages and pictures need OCR first, which the service does not do)' : ''}`, false);
   const sourceMetadata = JSON.parse(JSON.stringify(parsed.metadata ?? {})) as Record<string, unknown>;
-  return { row, title: parsed.title, sourceMetadata, elements, elementFiles: images.files, chunks };
+  const codeLanguageNames = elements.some((element) => codeLanguageTag(element) !== undefined) ? await loadCodeLanguageNames() : undefined;
+  return { row, title: parsed.title, sourceMetadata, elements, elementFiles: images.files, chunks, ...(codeLanguageNames ? { codeLanguageNames } : {}) };
 }
 
 /**

@@ -6,6 +6,7 @@ import type { ElementChunk } from '../chunking/chunk-elements.js';
 import { documentChunkId } from '../documents/chunk-store.js';
 import type { ElementFile } from '../documents/element-files.js';
 import { sameHeadingPath } from '../parsing/heading-trail.js';
+import type { CodeLanguageNames } from '../parsing/code-language-names.js';
 import type { DocumentElement } from '../plugins.js';
 import { sourceMetadataForChunks } from './source-metadata.js';
 
@@ -29,6 +30,8 @@ export interface PreparedDocument {
   elements: DocumentElement[];
   elementFiles: Array<ElementFile | null>;
   chunks: ElementChunk[];
+  /** Loaded when the document has code blocks with a language tag (chunk metadata `code_languages`). */
+  codeLanguageNames?: CodeLanguageNames;
 }
 
 /**
@@ -89,7 +92,7 @@ export function chunkRows(documents: PreparedDocument[], start: number, end: num
     const fromSource = sourceMetadataForChunks(document.sourceMetadata);
     let previous: { chunk: ElementChunk; contents: ChunkContents; metadata: Record<string, unknown> } | undefined;
     return document.chunks.slice(from, to).map((chunk) => {
-      const contents = chunkContents(document.elements, chunk);
+      const contents = chunkContents(document, chunk);
       // Consecutive chunks of one section share one metadata object (nothing changes one in place):
       // the embedded vector store and keyword index keep it as long as the chunk lives, and each of
       // a plain text's 344k chunks had its own equal copy.
@@ -116,25 +119,33 @@ export function chunkRows(documents: PreparedDocument[], start: number, end: num
 
 /**
  * What a chunk holds, as filters ask for it ("only code", "Python examples"): the types of the
- * elements it has text of, and the languages of its code blocks, each once in document order.
+ * elements it has text of, and the languages of its code blocks (CodeLanguageNames), each once in
+ * document order.
  */
 interface ChunkContents {
   elementTypes: string[];
   codeLanguages: string[];
 }
 
-function chunkContents(elements: readonly DocumentElement[], chunk: ElementChunk): ChunkContents {
+function chunkContents(document: PreparedDocument, chunk: ElementChunk): ChunkContents {
   const elementTypes = new Set<string>();
   const codeLanguages = new Set<string>();
   for (let index = chunk.startElement; index <= chunk.endElement; index++) {
-    const element = elements[index]!;
+    const element = document.elements[index]!;
     // Blank elements (page breaks, images without text) are not in any chunk's text.
     if (element.text.trim() === '') continue;
     elementTypes.add(element.type);
-    const language = element.metadata?.language;
-    if (element.type === 'code' && typeof language === 'string' && language !== '') codeLanguages.add(language.toLowerCase());
+    const language = codeLanguageTag(element);
+    if (language === undefined) continue;
+    for (const name of document.codeLanguageNames?.(language) ?? [language.toLowerCase()]) codeLanguages.add(name);
   }
   return { elementTypes: [...elementTypes], codeLanguages: [...codeLanguages] };
+}
+
+/** The language tag of a code block, as its parser read it (a Markdown fence's info string, an HTML `language-x` class). */
+export function codeLanguageTag(element: DocumentElement): string | undefined {
+  const language = element.metadata?.language;
+  return element.type === 'code' && typeof language === 'string' && language !== '' ? language : undefined;
 }
 
 const sameList = (one: readonly string[], other: readonly string[]) => one.length === other.length && one.every((item, index) => item === other[index]);

@@ -1,8 +1,9 @@
 /**
  * Through the API: a chunk's metadata says what it holds, `element_types` (the types of the
- * elements it has text of) and `code_languages` (its code blocks' languages, lower-cased), so a
- * query can ask for code only, for Python examples only, or for prose without code, in every mode.
- * Upload metadata wins over both; front matter does not.
+ * elements it has text of) and `code_languages` (its code blocks' languages by GitHub Linguist's
+ * names, lower-cased, with the tag as written when it differs), so a query can ask for code only,
+ * for Python examples only however their fences are tagged, or for prose without code, in every
+ * mode. Upload metadata wins over both; front matter does not.
  */
 import t from 'tap';
 import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
@@ -18,7 +19,7 @@ Pilots connect the harbour client before a ship enters the channel.
 
 Connect the harbour client from Python:
 
-\`\`\`python
+\`\`\`py
 import harbour
 harbour.connect("channel")
 \`\`\`
@@ -66,10 +67,10 @@ for (const backend of testBackends()) {
       const contents = (await chunksOf(guideId)).map((chunk) => [sectionOf(chunk), chunk.metadata.element_types, chunk.metadata.code_languages]);
       t.same(contents, [
         ['Overview', ['heading', 'paragraph'], undefined],
-        ['Python client', ['heading', 'paragraph', 'code'], ['python']],
-        ['Shell', ['heading', 'paragraph', 'code'], ['bash']],
+        ['Python client', ['heading', 'paragraph', 'code'], ['python', 'py']],
+        ['Shell', ['heading', 'paragraph', 'code'], ['shell', 'bash']],
         ['Berths', ['heading', 'table'], undefined],
-      ], 'front matter `code_languages` does not pass for the chunks\' own; languages are lower-cased');
+      ], 'front matter `code_languages` does not pass for the chunks\' own; a tag is named by its language, lower-cased, and kept as written');
       t.same((await chunksOf(pageId)).map((chunk) => [chunk.metadata.element_types, chunk.metadata.code_languages]), [[['heading', 'paragraph', 'code'], ['rust']]], 'HTML: the language of <code class="language-rust">');
       t.same((await chunksOf(labelledId))[0]!.metadata.element_types, 'handbook', 'the upload metadata wins');
     });
@@ -81,7 +82,8 @@ for (const backend of testBackends()) {
           t.equal(response.statusCode, 200, response.body);
           return (response.json().results as Chunk[]).map(sectionOf).sort();
         };
-        t.same(await sections({ code_languages: 'python' }), ['Python client'], `${mode}: Python examples only`);
+        t.same(await sections({ code_languages: 'python' }), ['Python client'], `${mode}: Python examples only, fenced as \`py\``);
+        t.same(await sections({ code_languages: 'shell' }), ['Shell'], `${mode}: shell examples, fenced as \`Bash\``);
         t.same(await sections({ code_languages: { $in: ['bash', 'rust'] } }), ['Rust client', 'Shell'], `${mode}: shell or Rust examples`);
         t.same(await sections({ element_types: 'code' }), ['Python client', 'Rust client', 'Shell'], `${mode}: chunks holding code`);
         t.same(await sections({ element_types: { $ne: 'code' }, code_languages: { $exists: false } }), ['Berths', 'Labelled', 'Overview'], `${mode}: prose and tables without code`);
@@ -99,7 +101,7 @@ for (const backend of testBackends()) {
       const chunks = (await app.inject({ url: `/v1/collections/small/documents/${response.json().id}/chunks`, headers: admin })).json().data as Chunk[];
       t.same(chunks.map((chunk) => [chunk.metadata.heading_path, chunk.metadata.element_types, chunk.metadata.code_languages]), [
         [['Long'], ['heading', 'paragraph'], undefined],
-        [['Long'], ['code'], ['js']],
+        [['Long'], ['code'], ['javascript', 'js']],
       ]);
     });
   });
