@@ -5,8 +5,8 @@
 import type { ElementChunk } from '../chunking/chunk-elements.js';
 import { documentChunkId } from '../documents/chunk-store.js';
 import type { ElementFile } from '../documents/element-files.js';
-import { sameHeadingPath } from '../parsing/heading-trail.js';
 import type { CodeLanguageNames } from '../parsing/code-language-names.js';
+import { sameHeadingPath } from '../parsing/heading-trail.js';
 import type { DocumentElement } from '../plugins.js';
 import { sourceMetadataForChunks } from './source-metadata.js';
 
