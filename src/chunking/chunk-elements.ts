@@ -65,6 +65,12 @@ export interface ElementChunk {
 /** The separator between elements in the document text that chunk offsets refer to. */
 export const elementSeparator = '\n\n';
 
+/** Whether an element has no text a chunk could hold (a page break, an image without alt text): it is skipped. */
+export function isBlankElement(element: DocumentElement): boolean {
+  const span = trimSpan(element.text, 0, element.text.length);
+  return span.end === span.start;
+}
+
 /** The document text that `charStart` indexes: element texts joined by a blank line. */
 export function joinElementTexts(elements: readonly DocumentElement[]): string {
   return elements.map((element) => element.text).join(elementSeparator);

@@ -2,7 +2,7 @@
  * The rows ingestion writes for a batch of prepared (parsed and chunked) documents: element rows
  * and chunk rows, built a statement's or a slice's worth at a time rather than all at once.
  */
-import type { ElementChunk } from '../chunking/chunk-elements.js';
+import { isBlankElement, type ElementChunk } from '../chunking/chunk-elements.js';
 import { documentChunkId } from '../documents/chunk-store.js';
 import type { ElementFile } from '../documents/element-files.js';
 import type { CodeLanguageNames } from '../parsing/code-language-names.js';
@@ -132,8 +132,7 @@ function chunkContents(document: PreparedDocument, chunk: ElementChunk): ChunkCo
   const codeLanguages = new Set<string>();
   for (let index = chunk.startElement; index <= chunk.endElement; index++) {
     const element = document.elements[index]!;
-    // Blank elements (page breaks, images without text) are not in any chunk's text.
-    if (element.text.trim() === '') continue;
+    if (isBlankElement(element)) continue;
     elementTypes.add(element.type);
     const language = codeLanguageTag(element);
     if (language === undefined) continue;
