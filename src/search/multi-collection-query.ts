@@ -13,7 +13,9 @@ import { reciprocalRankFusion } from './reciprocal-rank-fusion.js';
 export async function queryCollections(runtime: QueryRuntime, collections: CollectionRecord[], input: MultiCollectionQueryInput) {
   const started = performance.now();
   const { collections: _names, document_ids: documentIds, ...options } = input;
+  const scopeStarted = performance.now();
   const rows = documentIds ? await readListedDocuments(runtime.sql, documentIds) : undefined;
+  const scopeMs = performance.now() - scopeStarted;
   const asked = rows ? listedDocumentsByCollection(rows, collections, documentIds!, input.filters) : undefined;
   const responses: QueryResponse[] = [];
   for (const collection of collections) {
@@ -37,6 +39,8 @@ export async function queryCollections(runtime: QueryRuntime, collections: Colle
     total: results.length,
     timings: {
       total_ms: roundMilliseconds(performance.now() - started),
+      // Read once for every collection: each collection's own scope_ms is only its share of the rows.
+      ...(rows ? { scope_ms: roundMilliseconds(scopeMs) } : {}),
       per_collection: Object.fromEntries(responses.map((response) => [response.collection, response.timings])),
     },
     ...(documentIds ? { documents_not_ready: inListedOrder(documentIds, responses) } : {}),

@@ -111,6 +111,7 @@ export const MultiCollectionQueryResponse = Type.Object({
   total: Type.Integer({ minimum: 0 }),
   timings: Type.Object({
     total_ms: Type.Number(),
+    scope_ms: Type.Optional(Type.Number({ description: 'with `document_ids`: the lookup of the listed documents and their chunks, once for every collection' })),
     per_collection: Type.Record(Type.String(), QueryTimings, { description: 'the timings of each collection\'s query, by collection name (with `document_ids`, of the collections holding any of them)' }),
   }, { additionalProperties: false }),
   documents_not_ready: Type.Optional(DocumentsNotReady),

@@ -199,7 +199,7 @@ for (const backend of testBackends()) {
     });
 
     await t.test('across collections (/v1/query), each collection is asked about its own listed documents', async (t) => {
-      interface FusedAnswer extends Omit<QueryAnswer, 'timings'> { results: Array<Result & { collection: string }>; collections: string[]; timings: { total_ms: number; per_collection: Record<string, unknown> } }
+      interface FusedAnswer extends Omit<QueryAnswer, 'timings'> { results: Array<Result & { collection: string }>; collections: string[]; timings: { total_ms: number; scope_ms?: number; per_collection: Record<string, unknown> } }
       const across = (body: Record<string, unknown>) => ok<FusedAnswer>('POST', '/v1/query', { query: 'moon', min_score: -1, ...body });
       const [blueId] = (await query('filtered', { query: 'blue', search_mode: 'keyword', top_k: 1 })).results.map((result) => result.document_id);
       for (const mode of MODES) {
@@ -212,9 +212,11 @@ for (const backend of testBackends()) {
         t.same(Object.keys(answer.timings.per_collection).sort(), ['filtered', 'moon'], `${mode}: the collection holding none of them was not queried`);
         t.same(answer.collections, ['moon', 'filtered', 'deleting'], `${mode}: the collections asked for are still named`);
         t.same(answer.documents_not_ready, [], `${mode}: every listed document ready`);
+        t.type(answer.timings.scope_ms, 'number', `${mode}: the lookup of the listed documents is timed, once for all collections`);
       }
       const unscoped = await across({ collections: ['moon', 'filtered'] });
       t.notOk('documents_not_ready' in unscoped, 'an unscoped query does not carry documents_not_ready');
+      t.notOk('scope_ms' in unscoped.timings, 'nor a scope timing');
 
       const [failed] = (await ok<{ data: Array<{ id: string; status: string }> }>('GET', '/v1/collections/readiness/documents?status=failed')).data;
       const withFailed = await across({ collections: ['readiness', 'moon'], document_ids: [weakId, failed!.id] });
