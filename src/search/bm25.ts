@@ -35,13 +35,32 @@ export function bm25Idf(documentFrequency: number, documentCount: number): numbe
 /** One term's contribution to one document's score, for one occurrence of the term in the query. */
 export function bm25TermWeight(statistics: Bm25TermStatistics): number {
   const { termFrequency, documentLength, averageDocumentLength, documentFrequency, documentCount } = statistics;
-  const k1 = statistics.k1 ?? defaultBm25K1;
-  const b = statistics.b ?? defaultBm25B;
   if (termFrequency <= 0) return 0;
-  const lengthNormalisation = k1 * (1 - b + (b * documentLength) / averageDocumentLength);
-  return (
-    (bm25Idf(documentFrequency, documentCount) * termFrequency * (k1 + 1)) / (termFrequency + lengthNormalisation)
+  return bm25WeightForIdf(
+    bm25Idf(documentFrequency, documentCount),
+    termFrequency,
+    documentLength,
+    averageDocumentLength,
+    statistics.k1 ?? defaultBm25K1,
+    statistics.b ?? defaultBm25B,
   );
+}
+
+/**
+ * bm25TermWeight with the term's idf already computed, for scoring loops that compute it once per
+ * term instead of once per posting (the logarithm was half of the in-memory index's query time).
+ * The same arithmetic in the same order, so both give bit-identical scores. `termFrequency` > 0.
+ */
+export function bm25WeightForIdf(
+  idf: number,
+  termFrequency: number,
+  documentLength: number,
+  averageDocumentLength: number,
+  k1: number,
+  b: number,
+): number {
+  const lengthNormalisation = k1 * (1 - b + (b * documentLength) / averageDocumentLength);
+  return (idf * termFrequency * (k1 + 1)) / (termFrequency + lengthNormalisation);
 }
 
 export interface Bm25Hit {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Bm25Index, bm25Idf, bm25TermWeight } from '../../src/search/bm25.js';
+import { Bm25Index, bm25Idf, bm25TermWeight, bm25WeightForIdf } from '../../src/search/bm25.js';
 
 // Expected numbers below were printed by /work/shared/tools/bm25_eval.py's BM25 class.
 
@@ -22,6 +22,20 @@ t.test('term weight applies k1 = 0.9 and b = 0.4 by default', async (t) => {
   t.equal(bm25TermWeight({ ...averageDocument, k1: 0.9, b: 0.4 }), bm25TermWeight(averageDocument));
   // tf saturates: the weight is bounded by idf * (k1 + 1).
   t.ok(bm25TermWeight({ ...averageDocument, termFrequency: 1000 }) < bm25Idf(1, 10) * 1.9);
+});
+
+t.test('a weight from an idf computed once per term is the per-posting weight, bit for bit', async (t) => {
+  t.ok(Math.abs(bm25WeightForIdf(bm25Idf(1, 10), 2, 10, 10, 0.9, 0.4) - 2.610770560628546) < 1e-12);
+  for (const [termFrequency, documentLength, averageDocumentLength, documentFrequency, documentCount, k1, b] of [
+    [1, 7, 41.3, 3, 1400, 0.9, 0.4],
+    [5, 120, 41.3, 900, 1400, 1.2, 0.75],
+    [2, 1, 1, 1, 1, 0, 1],
+  ]) {
+    t.equal(
+      bm25WeightForIdf(bm25Idf(documentFrequency, documentCount), termFrequency, documentLength, averageDocumentLength, k1, b),
+      bm25TermWeight({ termFrequency, documentLength, averageDocumentLength, documentFrequency, documentCount, k1, b }),
+    );
+  }
 });
 
 t.test('Bm25Index ranks like the reference script', async (t) => {
