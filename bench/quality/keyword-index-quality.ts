@@ -4,11 +4,14 @@
  * nDCG@10 / recall@100 (must equal the reference 0.3632 / 0.7396 within 0.001; exits 1 otherwise),
  * query latency (p50 / p95 over the 225 queries, top 100, after one warm-up pass) and ingestion
  * speed. Then times the memory index at scale: synthetic ~40-word chunks cut from Cranfield.
+ * With --copies, also times the SQL index on PostgreSQL over that many copies of Cranfield.
  *
- * Usage: npx tsx bench/quality/keyword-index-quality.ts [--database-url URL] [--scale N] [--out FILE]
+ * Usage: npx tsx bench/quality/keyword-index-quality.ts [--database-url URL] [--scale N] [--copies N] [--out FILE]
  *   --database-url  also run on PostgreSQL (a scratch database is created there and dropped);
  *                   defaults to TEST_DATABASE_URL when set
  *   --scale         chunks for the scale run (default 100000; 0 skips it)
+ *   --copies        Cranfield copies for the SQL index on PostgreSQL (default 0, skipped; 50 makes
+ *                   70k chunks whose common terms have long posting lists); needs --database-url
  *   --out           where to write the JSON results (default bench/results/keyword-index-quality.json)
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -34,6 +37,7 @@ const { values: options } = parseArgs({
   options: {
     'database-url': { type: 'string', default: process.env.TEST_DATABASE_URL },
     scale: { type: 'string', default: '100000' },
+    copies: { type: 'string', default: '0' },
     out: { type: 'string', default: 'bench/results/keyword-index-quality.json' },
   },
 });
@@ -223,6 +227,56 @@ async function benchmarkMemoryAtScale(chunkCount: number, dataset: BeirDataset) 
   }
 }
 
+/**
+ * The SQL index on PostgreSQL over `copies` copies of Cranfield, timed with the 225 questions, top
+ * 10. The tables are vacuumed and analyzed first, as the service's upkeep keeps them.
+ */
+async function benchmarkSqlAtScale(copies: number, databaseUrl: string, dataset: BeirDataset) {
+  const scratch = await createScratchDatabase(databaseUrl);
+  const db = await openDatabase({ databaseUrl: scratch.url });
+  try {
+    const sql = createSqlRunner(db);
+    const index = createSqlKeywordIndex(sql);
+    const collectionId = await createCollection(sql);
+    const started = performance.now();
+    for (let copy = 0; copy < copies; copy++) {
+      const entries: KeywordEntry[] = dataset.documents.map((document, position) => ({
+        key: copy * dataset.documents.length + position + 1,
+        text: `${document.title} ${document.text}`.trim(),
+        metadata: {},
+        tenant: null,
+      }));
+      await insertChunkRows(sql, collectionId, entries);
+      await index.add(collectionId, entries);
+    }
+    const ingestSeconds = (performance.now() - started) / 1000;
+    await sql('vacuum analyze keyword_postings');
+    await sql('vacuum analyze keyword_stats');
+    const queries = dataset.evaluatedQueryIds.map((id) => dataset.queries.get(id) ?? '');
+    const latencies: number[] = [];
+    for (let pass = 0; pass < 2; pass++) {
+      latencies.length = 0;
+      for (const query of queries) {
+        const queryStarted = performance.now();
+        await index.search({ collectionId, query, topK: 10 });
+        latencies.push(performance.now() - queryStarted);
+      }
+    }
+    const chunks = copies * dataset.documents.length;
+    return {
+      index: 'sql',
+      database: 'postgresql',
+      copies,
+      chunks,
+      ingest: { seconds: round(ingestSeconds, 1), chunksPerSecond: Math.round(chunks / ingestSeconds) },
+      top10Ms: { queries: queries.length, ...latencySummary(latencies) },
+    };
+  } finally {
+    await db.close();
+    await scratch.drop();
+  }
+}
+
 const dataset = await readBeirDataset(cranfieldFolder);
 const targets: Array<[KeywordIndex['name'], string | undefined]> = [
   ['memory', undefined],
@@ -250,6 +304,15 @@ if (scale) {
       `with a filter ${fullQueriesWithFilter.p50}/${fullQueriesWithFilter.p95} ms\n`,
   );
 }
+const copies = Number(options.copies);
+if (copies > 0 && !options['database-url']) throw new Error('--copies needs --database-url (or TEST_DATABASE_URL)');
+const sqlAtScale = copies > 0 ? await benchmarkSqlAtScale(copies, options['database-url']!, dataset) : undefined;
+if (sqlAtScale) {
+  process.stdout.write(
+    `sql/postgresql at ${sqlAtScale.chunks} chunks (${copies} copies): ingest ${sqlAtScale.ingest.chunksPerSecond} chunks/s; ` +
+      `top 10, p50/p95 ${sqlAtScale.top10Ms.p50}/${sqlAtScale.top10Ms.p95} ms\n`,
+  );
+}
 const results = {
   generatedAt: new Date().toISOString(),
   // Other work on the machine inflates latencies; the load average says how busy it was.
@@ -259,6 +322,7 @@ const results = {
   reference: { ...reference, tolerance, source: '/work/shared/tools/bm25_eval.py --stem' },
   runs,
   ...(scale ? { scale } : {}),
+  ...(sqlAtScale ? { sqlAtScale } : {}),
 };
 await writeFile(options.out, JSON.stringify(results, null, 2) + '\n');
 process.stdout.write(`wrote ${options.out}\n`);

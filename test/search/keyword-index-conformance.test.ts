@@ -166,6 +166,22 @@ for (const suite of suites) {
       t.equal(hits[0].score, hits[2].score);
     });
 
+    await t.test('copies of one text tie exactly on a query of several terms', async (t) => {
+      const collection = await fixture.newCollection();
+      const copyKeys = fixture.keys(40);
+      const others = fixture.corpus(null);
+      // Copies interleaved with other chunks in descending key order, so no posting list reaches the
+      // copies in key order: each copy's weights must still be added in the same order.
+      const entries = [...copyKeys].reverse().flatMap((key, index) => [
+        { key, text: 'rotor blade flutter at transonic speed', metadata: {}, tenant: null },
+        ...(others[index] ? [others[index]] : []),
+      ]);
+      await fixture.put(collection, entries);
+      const hits = await search({ collectionId: collection, query: 'transonic rotor blade flutter speed', topK: 40 });
+      t.same(hits.map((hit) => hit.key), copyKeys);
+      t.equal(new Set(hits.map((hit) => hit.score)).size, 1, 'one score for every copy');
+    });
+
     await t.test('tenants have their own statistics and never see each other', async (t) => {
       const collection = await fixture.newCollection();
       const tenantA = fixture.corpus('a');
