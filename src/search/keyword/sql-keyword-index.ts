@@ -242,7 +242,6 @@ function searchStatement(request: KeywordSearchRequest, queryTerms: QueryTerm[])
         where collection_id = ?::uuid and tenant = partitions.tenant and term = query_terms.term
       ) matching
       where matching.document_frequency > 0
-      order by query_terms.position, partitions.tenant
     ), weights as (
       select posting.chunk_key, term_weights.position, term_weights.frequency * (
           (term_weights.idf * posting.term_frequency * (?::float8 + 1))
