@@ -277,6 +277,8 @@ async function benchmarkSqlAtScale(copies: number, databaseUrl: string, dataset:
   }
 }
 
+const copies = Number(options.copies);
+if (copies > 0 && !options['database-url']) throw new Error('--copies needs --database-url (or TEST_DATABASE_URL)');
 const dataset = await readBeirDataset(cranfieldFolder);
 const targets: Array<[KeywordIndex['name'], string | undefined]> = [
   ['memory', undefined],
@@ -304,8 +306,6 @@ if (scale) {
       `with a filter ${fullQueriesWithFilter.p50}/${fullQueriesWithFilter.p95} ms\n`,
   );
 }
-const copies = Number(options.copies);
-if (copies > 0 && !options['database-url']) throw new Error('--copies needs --database-url (or TEST_DATABASE_URL)');
 const sqlAtScale = copies > 0 ? await benchmarkSqlAtScale(copies, options['database-url']!, dataset) : undefined;
 if (sqlAtScale) {
   process.stdout.write(
