@@ -26,11 +26,14 @@ t.test('term weight applies k1 = 0.9 and b = 0.4 by default', async (t) => {
 
 t.test('a weight from an idf computed once per term is the per-posting weight, bit for bit', async (t) => {
   t.ok(Math.abs(bm25WeightForIdf(bm25Idf(1, 10), 2, 10, 10, 0.9, 0.4) - 2.610770560628546) < 1e-12);
-  for (const [termFrequency, documentLength, averageDocumentLength, documentFrequency, documentCount, k1, b] of [
-    [1, 7, 41.3, 3, 1400, 0.9, 0.4],
-    [5, 120, 41.3, 900, 1400, 1.2, 0.75],
-    [2, 1, 1, 1, 1, 0, 1],
+  // Expected weights computed by the reference script's arithmetic (bm25_eval.py, BM25.search).
+  for (const [termFrequency, documentLength, averageDocumentLength, documentFrequency, documentCount, k1, b, expected] of [
+    [1, 7, 41.3, 3, 1400, 0.9, 0.4, 7.111192235613463],
+    [5, 120, 41.3, 900, 1400, 1.2, 0.75, 0.6142637728772633],
+    [2, 1, 1, 1, 1, 0, 1, 0.28768207245178085],
   ]) {
+    const weight = bm25WeightForIdf(bm25Idf(documentFrequency, documentCount), termFrequency, documentLength, averageDocumentLength, k1, b);
+    t.ok(Math.abs(weight - expected) < 1e-12, `weight ${weight} against the reference ${expected}`);
     t.equal(
       bm25WeightForIdf(bm25Idf(documentFrequency, documentCount), termFrequency, documentLength, averageDocumentLength, k1, b),
       bm25TermWeight({ termFrequency, documentLength, averageDocumentLength, documentFrequency, documentCount, k1, b }),
