@@ -34,10 +34,7 @@ t.test('a weight from an idf computed once per term is the per-posting weight, b
   ]) {
     const weight = bm25WeightForIdf(bm25Idf(documentFrequency, documentCount), termFrequency, documentLength, averageDocumentLength, k1, b);
     t.ok(Math.abs(weight - expected) < 1e-12, `weight ${weight} against the reference ${expected}`);
-    t.equal(
-      bm25WeightForIdf(bm25Idf(documentFrequency, documentCount), termFrequency, documentLength, averageDocumentLength, k1, b),
-      bm25TermWeight({ termFrequency, documentLength, averageDocumentLength, documentFrequency, documentCount, k1, b }),
-    );
+    t.equal(weight, bm25TermWeight({ termFrequency, documentLength, averageDocumentLength, documentFrequency, documentCount, k1, b }));
   }
 });
 
