@@ -113,7 +113,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   // The thread imports the built-in parsers itself: a plugin registered in this process stays here.
   const threadLimits = { minBytes: config.parseOnThreadMinBytes, memoryMb: config.parseMemoryLimitMb, timeoutMs: config.parseTimeoutMs };
   const parsers = plugins.parsers().map((parser) => (plugins.isBuiltIn('parser', parser.name) ? parseLargeFilesOnThreads(parser, threadLimits) : parser));
-  const files = createFileStore(config, options.filesDir);
+  const files = await createFileStore(config, options.filesDir);
   if (config.vectorStore === 'weaviate') throw new Error('VECTOR_STORE=weaviate is not available in this version');
   const indexes: SearchIndexes = {
     vectorStore: plugins.create('vector-store', config.vectorStore, vectorStoreOptions(config), { sql, stateDirectory: path.join(config.dataDir, 'vector-store'), logger: logger.child({ component: 'vector-store' }) }),

@@ -3,18 +3,16 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
 import { pg_freespacemap } from '@electric-sql/pglite/contrib/pg_freespacemap';
-import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM, type EntityManager, type Options } from '@mikro-orm/postgresql';
 import { PGliteDriver, type PGliteConnectionConfig } from 'mikro-orm-pglite';
 import { inspect } from 'node:util';
-import pg from 'pg';
 import type { Logger } from 'pino';
 import { StartRefusal } from '../errors.js';
 import { availableBytes, megabytes } from '../storage/disk-space.js';
 import { failedAtTheConnection } from './connection-failures.js';
 import { lockDataDirectory, type DataDirectoryLock } from './data-dir-lock.js';
 import { entities } from './entities/index.js';
-import { migrations } from './migrations/index.js';
+import { migrateToLatest } from './migrate-to-latest.js';
 
 export interface DatabaseOptions {
   /** PostgreSQL URL; undefined selects PGlite. */
@@ -93,8 +91,7 @@ function poolLog(logger: Logger) {
 function commonOptions(): Partial<Options> {
   return {
     entities,
-    extensions: [Migrator],
-    migrations: { migrationsList: migrations, silent: true, transactional: true, allOrNothing: true, tableName: 'schema_migrations' },
+    migrations: { silent: true, transactional: true, allOrNothing: true, tableName: 'schema_migrations' },
     allowGlobalContext: false,
     forceUtcTimezone: true,
     // Timestamps are always set explicitly by the services.
@@ -142,26 +139,6 @@ function sendSingleStatementsAsOne(orm: MikroORM): void {
   };
 }
 
-/** Any fixed number: the key of the advisory lock replicas take around migrations. */
-const MIGRATION_LOCK_KEY = 4_207_311_991;
-
-/**
- * Replicas started together on one PostgreSQL database (a fresh deploy, an upgrade with a new
- * migration) each ran the pending migrations; all but one then failed on the objects the first
- * had created, and exited. The lock makes them take turns: later ones find nothing left to run. It
- * is held on a connection of its own, since the migrator's statements use the pool's.
- */
-async function whileHoldingMigrationLock(databaseUrl: string, migrate: () => Promise<unknown>): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await migrate();
-  } finally {
-    await client.end();
-  }
-}
-
 /**
  * Text of any language is stored and searched, and the document list folds names with
  * `normalize()`, which PostgreSQL refuses outside UTF8: a SQL_ASCII database took uploads and then
@@ -205,13 +182,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       } as unknown as Options);
     }
     if (pglite) sendSingleStatementsAsOne(orm);
-    const migrating = orm;
-    if (options.databaseUrl) {
-      await refuseNonUnicodeDatabase(orm);
-      await whileHoldingMigrationLock(options.databaseUrl, () => migrating.getMigrator().up());
-    } else {
-      await orm.getMigrator().up();
-    }
+    if (options.databaseUrl) await refuseNonUnicodeDatabase(orm);
+    await migrateToLatest(orm, options.databaseUrl);
   } catch (error) {
     await closeAfterFailedOpen(orm, pglite, lock);
     if (options.databaseUrl && couldNotOpen(error)) {

@@ -5,6 +5,7 @@
  */
 import t from 'tap';
 import { openDatabase } from '../../src/db/database.js';
+import { migrationNames } from '../../src/db/migrations/index.js';
 import { scratchDatabaseUrl } from '../support/test-app.js';
 
 if (!process.env.TEST_DATABASE_URL) {
@@ -17,7 +18,6 @@ if (!process.env.TEST_DATABASE_URL) {
     t.teardown(() => Promise.all(databases.map((database) => database.close())));
     t.same(opened.map((result) => (result.status === 'rejected' ? String(result.reason).slice(0, 300) : 'opened')), ['opened', 'opened', 'opened', 'opened']);
     const [applied] = await databases[0]!.orm.em.getConnection().execute<Array<{ count: string }>>('select count(*) as count from schema_migrations');
-    const { migrations } = await import('../../src/db/migrations/index.js');
-    t.equal(Number(applied!.count), migrations.length, 'each migration recorded once');
+    t.equal(Number(applied!.count), migrationNames.length, 'each migration recorded once');
   });
 }

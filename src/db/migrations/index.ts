@@ -1,40 +1,33 @@
 import type { MigrationObject } from '@mikro-orm/core';
-import { Migration0001Accounts } from './0001-accounts.js';
-import { Migration0002Retrieval } from './0002-retrieval.js';
-import { Migration0003DocumentsFiles } from './0003-documents-files.js';
-import { Migration0004Providers } from './0004-providers.js';
-import { Migration0005SearchSpeed } from './0005-search-speed.js';
-import { Migration0006InlineVectorRows } from './0006-inline-vector-rows.js';
-import { Migration0007DocumentOriginals } from './0007-document-originals.js';
-import { Migration0008ChunkOwnerChecks } from './0008-chunk-owner-checks.js';
-import { Migration0009AbandonedJobs } from './0009-abandoned-jobs.js';
-import { Migration0010IdempotencyRightsAndSecrets } from './0010-idempotency-rights-and-secrets.js';
-import { Migration0011ChunkUuids } from './0011-chunk-uuids.js';
-import { Migration0012DocumentSourceMetadata } from './0012-document-source-metadata.js';
-import { Migration0013ApiKeyPinIds } from './0013-api-key-pin-ids.js';
-import { Migration0014PendingIndexRemovals } from './0014-pending-index-removals.js';
-import { Migration0015ProviderOutageWaits } from './0015-provider-outage-waits.js';
-import { Migration0016ChunkTextStart } from './0016-chunk-text-start.js';
 
 /**
  * Migrations are listed in code rather than discovered from disk, so the same list runs from
- * TypeScript sources (tests) and from the compiled JavaScript (`npm start`).
+ * TypeScript sources (tests) and from the compiled JavaScript (`npm start`). Each is imported only
+ * when some migration is pending: their base class brings @mikro-orm/migrations and umzug, about
+ * 220 modules that a start on an up-to-date database does not need (migrate-to-latest.ts).
  */
-export const migrations: MigrationObject[] = [
-  { name: '0001-accounts', class: Migration0001Accounts },
-  { name: '0002-retrieval', class: Migration0002Retrieval },
-  { name: '0003-documents-files', class: Migration0003DocumentsFiles },
-  { name: '0004-providers', class: Migration0004Providers },
-  { name: '0005-search-speed', class: Migration0005SearchSpeed },
-  { name: '0006-inline-vector-rows', class: Migration0006InlineVectorRows },
-  { name: '0007-document-originals', class: Migration0007DocumentOriginals },
-  { name: '0008-chunk-owner-checks', class: Migration0008ChunkOwnerChecks },
-  { name: '0009-abandoned-jobs', class: Migration0009AbandonedJobs },
-  { name: '0010-idempotency-rights-and-secrets', class: Migration0010IdempotencyRightsAndSecrets },
-  { name: '0011-chunk-uuids', class: Migration0011ChunkUuids },
-  { name: '0012-document-source-metadata', class: Migration0012DocumentSourceMetadata },
-  { name: '0013-api-key-pin-ids', class: Migration0013ApiKeyPinIds },
-  { name: '0014-pending-index-removals', class: Migration0014PendingIndexRemovals },
-  { name: '0015-provider-outage-waits', class: Migration0015ProviderOutageWaits },
-  { name: '0016-chunk-text-start', class: Migration0016ChunkTextStart },
-];
+const migrationClasses: Record<string, () => Promise<MigrationObject['class']>> = {
+  '0001-accounts': async () => (await import('./0001-accounts.js')).Migration0001Accounts,
+  '0002-retrieval': async () => (await import('./0002-retrieval.js')).Migration0002Retrieval,
+  '0003-documents-files': async () => (await import('./0003-documents-files.js')).Migration0003DocumentsFiles,
+  '0004-providers': async () => (await import('./0004-providers.js')).Migration0004Providers,
+  '0005-search-speed': async () => (await import('./0005-search-speed.js')).Migration0005SearchSpeed,
+  '0006-inline-vector-rows': async () => (await import('./0006-inline-vector-rows.js')).Migration0006InlineVectorRows,
+  '0007-document-originals': async () => (await import('./0007-document-originals.js')).Migration0007DocumentOriginals,
+  '0008-chunk-owner-checks': async () => (await import('./0008-chunk-owner-checks.js')).Migration0008ChunkOwnerChecks,
+  '0009-abandoned-jobs': async () => (await import('./0009-abandoned-jobs.js')).Migration0009AbandonedJobs,
+  '0010-idempotency-rights-and-secrets': async () => (await import('./0010-idempotency-rights-and-secrets.js')).Migration0010IdempotencyRightsAndSecrets,
+  '0011-chunk-uuids': async () => (await import('./0011-chunk-uuids.js')).Migration0011ChunkUuids,
+  '0012-document-source-metadata': async () => (await import('./0012-document-source-metadata.js')).Migration0012DocumentSourceMetadata,
+  '0013-api-key-pin-ids': async () => (await import('./0013-api-key-pin-ids.js')).Migration0013ApiKeyPinIds,
+  '0014-pending-index-removals': async () => (await import('./0014-pending-index-removals.js')).Migration0014PendingIndexRemovals,
+  '0015-provider-outage-waits': async () => (await import('./0015-provider-outage-waits.js')).Migration0015ProviderOutageWaits,
+  '0016-chunk-text-start': async () => (await import('./0016-chunk-text-start.js')).Migration0016ChunkTextStart,
+};
+
+/** Every migration's name, oldest first: what `schema_migrations` holds once all have run. */
+export const migrationNames: readonly string[] = Object.keys(migrationClasses);
+
+export async function loadMigrations(): Promise<MigrationObject[]> {
+  return Promise.all(Object.entries(migrationClasses).map(async ([name, load]) => ({ name, class: await load() })));
+}

@@ -1,0 +1,48 @@
+/**
+ * A start brings the schema up to date, running only what the database has not recorded; on an
+ * up-to-date database it loads no migration code at all (migrate-to-latest.ts), so the check that
+ * decides this must see a database one migration behind.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import { openDatabase, type DatabaseOptions } from '../../src/db/database.js';
+import { pendingMigrations } from '../../src/db/migrate-to-latest.js';
+import { migrationNames } from '../../src/db/migrations/index.js';
+import { scratchDatabaseUrl, testBackends } from '../support/test-app.js';
+
+async function databaseOptions(t: Test, backend: string): Promise<DatabaseOptions> {
+  if (backend === 'postgresql') return { databaseUrl: await scratchDatabaseUrl(t) };
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'rs-migrate-'));
+  t.teardown(() => rm(directory, { recursive: true, force: true }));
+  return { dataDir: path.join(directory, 'db') };
+}
+
+const hasTextStartColumn = "select count(*)::int as count from information_schema.columns where table_name = 'chunks' and column_name = 'text_start'";
+
+for (const backend of testBackends()) {
+  t.test(`${backend}: an empty database gets every migration; one a migration behind gets that one at the next start`, async (t) => {
+    const options = await databaseOptions(t, backend);
+    const fresh = await openDatabase(options);
+    const connection = fresh.orm.em.getConnection();
+    const recorded = await connection.execute<Array<{ name: string }>>('select name from schema_migrations order by id');
+    t.same(recorded.map((row) => row.name), migrationNames, 'every migration ran, in order');
+    t.same(await pendingMigrations(fresh.orm), []);
+
+    const latest = migrationNames.at(-1)!;
+    t.equal(latest, '0016-chunk-text-start', 'this test undoes the latest migration by hand; a new one needs its own undo here');
+    await connection.execute('alter table chunks drop column text_start');
+    await connection.execute('delete from schema_migrations where name = ?', [latest]);
+    t.same(await pendingMigrations(fresh.orm), [latest], 'the check sees the missing migration');
+    await fresh.close();
+
+    const reopened = await openDatabase(options);
+    t.teardown(() => reopened.close());
+    t.same(await pendingMigrations(reopened.orm), []);
+    const [column] = await reopened.orm.em.getConnection().execute<Array<{ count: number }>>(hasTextStartColumn);
+    t.equal(column!.count, 1, 'the start ran the missing migration');
+    const names = await reopened.orm.em.getConnection().execute<Array<{ name: string }>>('select name from schema_migrations');
+    t.equal(names.length, migrationNames.length, 'and recorded it once, nothing run twice');
+  });
+}
