@@ -16,7 +16,8 @@ export async function pendingMigrations(orm: MikroORM): Promise<string[]> {
 
 /**
  * Runs the pending migrations. The migrator and the migrations are imported only when some are
- * pending, which saves a start on an up-to-date database a third of a second or more.
+ * pending: a restart of the built service on embedded data took 1.52-1.58 s instead of 1.65-1.71 s
+ * (with the AWS SDK left out as well, create-file-store.ts).
  */
 async function runPendingMigrations(orm: MikroORM): Promise<void> {
   const [{ Migrator }, migrationsList] = await Promise.all([import('@mikro-orm/migrations'), loadMigrations()]);
