@@ -308,6 +308,12 @@ for (const suite of suites) {
       for (const query of ['alpha rare', 'word7 gamma', 'zeta zeta theta']) {
         sameHits(t, await search({ collectionId: collection, query, topK: 20 }), referenceHits(remaining, query, 20), query);
       }
+      // A filter few of ~500 matching chunks pass, and one none pass: the sql index checks its
+      // best-scored chunks against the filter in rounds of growing size until it has enough.
+      for (const raw of [{ n: { $gte: 5000 } }, { n: { $lt: 0 } }]) {
+        const request = { collectionId: collection, query: 'alpha word7', filter: parseFilter(raw), topK: 20 };
+        sameHits(t, await search(request), referenceHits(remaining, request.query, 20, { filter: raw }), `${JSON.stringify(raw)} ${request.query}`);
+      }
     });
 
     await t.test('a new instance rebuilt from the database answers identically', async (t) => {
@@ -335,6 +341,25 @@ for (const suite of suites) {
         t.equal(pageQueries, new Set(collections.map((row) => row.collection_id)).size, 'one load per collection, shared by concurrent callers');
       }
     });
+
+    if (suite.name === 'sql') {
+      await t.test('scores equal the memory index bit for bit', async (t) => {
+        const memory = createMemoryKeywordIndex(sql);
+        t.teardown(() => memory.close());
+        const collections = await sql<{ collection_id: string; tenant: string | null }>('select distinct collection_id, tenant from chunks');
+        let compared = 0;
+        for (const { collection_id: collectionId, tenant } of collections) {
+          for (const query of [...queries, 'alpha rare', 'word7 gamma zeta']) {
+            for (const request of [{ collectionId, query, tenant }, { collectionId, query, filter: parseFilter({ type: 'report' }) }]) {
+              const hits = await fixture.index.search({ ...request, topK: 50 });
+              t.strictSame(hits, await memory.search({ ...request, topK: 50 }), `${query} in ${collectionId} ${JSON.stringify(request.tenant ?? null)}`);
+              compared += hits.length;
+            }
+          }
+        }
+        t.ok(compared > 100, `${compared} hits compared`);
+      });
+    }
 
     await fixture.index.close();
   });

@@ -9,6 +9,7 @@
  */
 import type { SqlRunner } from '../../plugins.js';
 import { filterToSql } from '../filters/filter-to-sql.js';
+import type { MetadataFilter } from '../filters/filter-types.js';
 import {
   analyzeChunk,
   analyzeQuery,
@@ -21,6 +22,8 @@ import {
   type KeywordSearchRequest,
   type QueryTerm,
 } from './keyword-index.js';
+import { encodePostingsSql, scorePartitionPostings, type PartitionPostings } from './encoded-postings.js';
+import { TopHits } from './top-hits.js';
 
 type Statement = Parameters<Parameters<SqlRunner['transaction']>[0]>[0];
 
@@ -178,88 +181,125 @@ async function insertPostings(run: Statement, collectionId: string, postings: Po
 }
 
 /**
- * Scores every chunk holding a query term in one statement. The arithmetic is bm25TermWeight's,
- * operation for operation, in float8 (`ln` may differ from V8's Math.log by an ulp).
+ * Each (partition, query term)'s postings, packed into one bytea by an aggregate (encoded-postings.ts),
+ * with the partition's statistics; scored in the service. A term's document frequency is the length
+ * of its list, so statistics stay exact and cannot drift.
  *
- * Plan notes, measured on Cranfield (110k postings): postings are fetched per (partition, term)
- * by a LATERAL subquery kept apart with `offset 0`, so the (collection_id, tenant, term) index is
- * used whole even before ANALYZE has run (PGlite has no autovacuum). Given `term = any(...)`
- * instead, the planner filtered the collection's every posting: 100-200 ms a query.
+ * The statement used to score in SQL: it sorted every posting by (chunk, term) so that sum() added
+ * in a fixed order, then summed. With Cranfield's 225 questions over 70k chunks (its 1,400 documents
+ * 50 times) on PostgreSQL, top 10, that took 105 ms p50 on one host; reading each list whole and
+ * scoring here, 58 ms there (bench/quality/keyword-index-quality.ts --copies 50). The scores are
+ * now the memory index's bit for bit (PostgreSQL's `ln` could differ from Math.log by an ulp).
+ * PostgreSQL's executor still visits each posting once, in the covering index (migration 0005).
  *
- * Each (partition, term) gets its idf first, from a count of its postings (an index-only scan),
- * once per term; `term_weights` is materialized so that the logarithm is not inlined into every
- * posting's weight.
- *
- * A chunk's weights are added in query-term order, as the memory index adds them, so equal
- * inputs give bit-identical scores and ties stay ties. `sum()` adds in the order its input
- * arrives, and nothing else fixes that order: an unstable sort for a GroupAggregate, or a hash
- * join, mixes it (copies of one text then score apart in the last bit and ties break wrongly).
- * So the weights are sorted by (chunk, term position) before the sum, which PostgreSQL's manual
- * gives as the way to feed an aggregate in order; a CTE scan is never run by parallel workers,
- * so no partial sums run in another order either.
- *
- * Measured with Cranfield's 225 questions over 70k chunks (its 1,400 documents 50 times) on
- * PostgreSQL, top 10 (bench/quality/keyword-index-quality.ts --copies 50): 53 ms p50, 95 ms p95.
- * The statement before took 179 and 339 ms. It materialized the postings, counted them there,
- * joined them back to their counts, and gave each term its own filtered column to fix the order.
- * `sum(weight order by position)` would state the order in the aggregate itself. But PostgreSQL 15
- * sorts each chunk's group apart for it, which took 1.5x as long as the one sort here.
+ * The postings are fetched per (partition, term) by a LATERAL aggregate, so the
+ * (collection_id, tenant, term) index is used whole even before ANALYZE has run (PGlite has no
+ * autovacuum). Given `term = any(...)` instead, the planner filtered the collection's every posting.
  */
-function searchStatement(request: KeywordSearchRequest, queryTerms: QueryTerm[]): { sql: string; params: unknown[] } {
-  const k1 = request.k1 ?? defaultKeywordK1;
-  const b = request.b ?? defaultKeywordB;
-  const params: unknown[] = [
-    queryTerms.map(({ term }) => term),
-    queryTerms.map(({ frequency }) => frequency),
-    request.collectionId,
-    ...(request.tenant === undefined ? [] : [tenantPartition(request.tenant)]),
-    request.collectionId,
-    k1,
-    k1,
-    b,
-    b,
-    request.collectionId,
-  ];
-  const filter = request.filter ? filterToSql(request.filter, 'chunk.metadata') : undefined;
-  const filterJoin = filter ? `join chunks chunk on chunk.key = scored.chunk_key where ${filter.sql}` : '';
-  if (filter) params.push(...filter.params);
-  // Narrowed after scoring: document frequencies are counted over the whole partition's matches.
-  const keysCondition = request.keys ? `${filter ? 'and' : 'where'} scored.chunk_key = any(?::bigint[])` : '';
-  if (request.keys) params.push(request.keys);
-  params.push(Math.floor(request.topK));
+function postingListsStatement(request: KeywordSearchRequest, queryTerms: QueryTerm[]): { sql: string; params: unknown[] } {
+  const params: unknown[] = [queryTerms.map(({ term }) => term), request.collectionId];
+  if (request.tenant !== undefined) params.push(tenantPartition(request.tenant));
+  params.push(request.collectionId);
   const sql = `
     with query_terms as (
-      select term, frequency, position
-      from unnest(?::text[], ?::float8[]) with ordinality as query_term (term, frequency, position)
+      select term, position from unnest(?::text[]) with ordinality as query_term (term, position)
     ), partitions as (
-      select tenant, chunk_count::float8 as chunk_count, total_length::float8 / chunk_count::float8 as average_length
-      from keyword_stats where collection_id = ?::uuid and chunk_count > 0 ${request.tenant === undefined ? '' : 'and tenant = ?'}
-    ), term_weights as materialized (
-      select partitions.tenant, partitions.average_length, query_terms.term, query_terms.position, query_terms.frequency,
-             ln(1 + (partitions.chunk_count - matching.document_frequency + 0.5) / (matching.document_frequency + 0.5)) as idf
-      from partitions cross join query_terms cross join lateral (
-        select count(*)::float8 as document_frequency from keyword_postings
-        where collection_id = ?::uuid and tenant = partitions.tenant and term = query_terms.term
-      ) matching
-      where matching.document_frequency > 0
-    ), weights as (
-      select posting.chunk_key, term_weights.position, term_weights.frequency * (
-          (term_weights.idf * posting.term_frequency * (?::float8 + 1))
-          / (posting.term_frequency + ?::float8 * (1 - ?::float8 + (?::float8 * posting.chunk_length) / term_weights.average_length))
-        ) as weight
-      from term_weights cross join lateral (
-        select chunk_key, term_frequency::float8 as term_frequency, chunk_length::float8 as chunk_length from keyword_postings
-        where collection_id = ?::uuid and tenant = term_weights.tenant and term = term_weights.term
-        offset 0
-      ) posting
-      order by posting.chunk_key, term_weights.position
-    ), scored as (
-      select chunk_key, sum(weight) as score from weights group by chunk_key
+      select tenant, chunk_count, total_length from keyword_stats
+      where collection_id = ?::uuid and chunk_count > 0 ${request.tenant === undefined ? '' : 'and tenant = ?'}
     )
-    select scored.chunk_key as key, scored.score from scored ${filterJoin} ${keysCondition}
-    order by scored.score desc, scored.chunk_key
-    limit ?`;
+    select partitions.tenant, partitions.chunk_count, partitions.total_length, query_terms.position, lists.postings
+    from partitions cross join query_terms cross join lateral (
+      select ${encodePostingsSql} as postings from keyword_postings
+      where collection_id = ?::uuid and tenant = partitions.tenant and term = query_terms.term
+    ) lists
+    where lists.postings is not null
+    order by partitions.tenant, query_terms.position`;
   return { sql, params };
+}
+
+interface PostingListRow {
+  tenant: string;
+  chunk_count: number | string;
+  total_length: number | string;
+  position: number | string;
+  postings: Uint8Array;
+}
+
+/** Rows grouped by partition, each partition's lists in query-term order (the statement's order). */
+function partitionsOf(rows: PostingListRow[], queryTerms: QueryTerm[]): PartitionPostings[] {
+  const partitions = new Map<string, PartitionPostings>();
+  for (const row of rows) {
+    let partition = partitions.get(row.tenant);
+    if (!partition) {
+      partition = { chunkCount: Number(row.chunk_count), totalLength: Number(row.total_length), lists: [] };
+      partitions.set(row.tenant, partition);
+    }
+    partition.lists.push({ queryFrequency: queryTerms[Number(row.position) - 1].frequency, postings: row.postings });
+  }
+  return [...partitions.values()];
+}
+
+/**
+ * Looking a candidate up by key costs about three times what scanning one of the collection's
+ * chunks does (Cranfield over 70k chunks on PostgreSQL: about 50k candidates by key in 190 ms, the
+ * collection's 70k chunks scanned with a filter in 95-120 ms).
+ */
+const lookupCostInScannedRows = 3;
+
+/**
+ * The first `topK` of the scored chunks, best first, whose `chunks` row passes the metadata filter.
+ * Candidates are looked up by key in rounds: topK * 4 first, so a filter most chunks pass costs one
+ * small lookup; then twice as many as the pass rate so far says are still needed (at most 8 times
+ * the last round). When the lookups still needed would cost more than scanning the collection's
+ * chunks, the scan names every chunk that passes instead. Against the statement that scored in SQL
+ * and joined every scored chunk to `chunks`, on the 70k chunks above: a filter 2 % of chunks pass,
+ * 55 against 238 ms p50; half of them, 55 against 230 ms; none, 121 against 41 ms (the old plan
+ * found no passing chunk first and skipped the scoring).
+ */
+async function filteredTopHits(
+  sql: SqlRunner,
+  request: KeywordSearchRequest & { filter: MetadataFilter },
+  candidates: { keys: number[]; scores: number[] },
+  chunkCount: number,
+): Promise<KeywordHit[]> {
+  const topK = Math.floor(request.topK);
+  const condition = filterToSql(request.filter, 'chunk.metadata');
+  const bestOf = (capacity: number, passes: (key: number) => boolean) => {
+    const ranked = new TopHits(capacity);
+    for (let index = 0; index < candidates.keys.length; index++) {
+      const key = candidates.keys[index];
+      if (ranked.admits(candidates.scores[index], key) && passes(key)) ranked.push(candidates.scores[index], key);
+    }
+    return ranked.sorted();
+  };
+  const hits: KeywordHit[] = [];
+  let checked = 0;
+  let passedCount = 0;
+  let roundSize = topK * 4;
+  let lookupsStillNeeded = Math.min(roundSize, candidates.keys.length);
+  while (hits.length < topK && checked < candidates.keys.length) {
+    if (lookupsStillNeeded * lookupCostInScannedRows > chunkCount) {
+      const rows = await sql<{ key: number | string }>(
+        `select chunk.key from chunks chunk where chunk.collection_id = ?::uuid and ${condition.sql}`,
+        [request.collectionId, ...condition.params],
+      );
+      const passing = new Set(rows.map((row) => Number(row.key)));
+      return bestOf(topK, (key) => passing.has(key));
+    }
+    const round = bestOf(checked + roundSize, () => true).slice(checked);
+    const rows = await sql<{ key: number | string }>(
+      `select chunk.key from chunks chunk where chunk.key = any(?::bigint[]) and ${condition.sql}`,
+      [round.map((hit) => hit.key), ...condition.params],
+    );
+    const passed = new Set(rows.map((row) => Number(row.key)));
+    for (const hit of round) if (passed.has(hit.key) && hits.length < topK) hits.push(hit);
+    checked += round.length;
+    passedCount += passed.size;
+    const remaining = candidates.keys.length - checked;
+    lookupsStillNeeded = passedCount === 0 ? remaining : Math.min(remaining, ((topK - hits.length) * checked) / passedCount);
+    roundSize = Math.min(roundSize * 8, Math.ceil(lookupsStillNeeded * 2));
+  }
+  return hits;
 }
 
 export function createSqlKeywordIndex(sql: SqlRunner): KeywordIndex {
@@ -316,11 +356,33 @@ export function createSqlKeywordIndex(sql: SqlRunner): KeywordIndex {
 
     async search(request): Promise<KeywordHit[]> {
       const queryTerms = analyzeQuery(request.query);
-      if (queryTerms.length === 0 || !(request.topK >= 1)) return [];
-      const statement = searchStatement(request, queryTerms);
-      const rows = await sql<{ key: number | string; score: number }>(statement.sql, statement.params);
-      // PostgreSQL returns bigint as a string, PGlite as a number.
-      return rows.map((row) => ({ key: Number(row.key), score: Number(row.score) }));
+      const topK = Math.floor(request.topK);
+      if (queryTerms.length === 0 || !(topK >= 1)) return [];
+      const statement = postingListsStatement(request, queryTerms);
+      const rows = await sql<PostingListRow>(statement.sql, statement.params);
+      const k1 = request.k1 ?? defaultKeywordK1;
+      const b = request.b ?? defaultKeywordB;
+      const allowedKeys = request.keys && new Set(request.keys);
+      if (!request.filter) {
+        const top = new TopHits(topK);
+        for (const partition of partitionsOf(rows, queryTerms)) {
+          scorePartitionPostings(partition, k1, b, (key, score) => {
+            if (top.admits(score, key) && (!allowedKeys || allowedKeys.has(key))) top.push(score, key);
+          });
+        }
+        return top.sorted();
+      }
+      const candidates = { keys: [] as number[], scores: [] as number[] };
+      let chunkCount = 0;
+      for (const partition of partitionsOf(rows, queryTerms)) {
+        chunkCount += partition.chunkCount;
+        scorePartitionPostings(partition, k1, b, (key, score) => {
+          if (allowedKeys && !allowedKeys.has(key)) return;
+          candidates.keys.push(key);
+          candidates.scores.push(score);
+        });
+      }
+      return filteredTopHits(sql, { ...request, filter: request.filter }, candidates, chunkCount);
     },
 
     async close() {
