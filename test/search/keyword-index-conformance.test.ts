@@ -182,6 +182,17 @@ for (const suite of suites) {
       t.equal(new Set(hits.map((hit) => hit.score)).size, 1, 'one score for every copy');
     });
 
+    await t.test('keys far apart and beyond 32 bits', async (t) => {
+      const collection = await fixture.newCollection();
+      // Two keys a trillion apart: the sql index then keeps scores by key in a Map, not an array.
+      const base = 2 ** 40;
+      const entries = corpusTexts.map((text, index) => ({ key: base + index * (index % 2 === 0 ? 1 : 10 ** 12), text, metadata: metadataOf(index), tenant: null }));
+      await fixture.put(collection, entries);
+      for (const query of queries) {
+        sameHits(t, await search({ collectionId: collection, query }), referenceHits(entries, query, 10), query);
+      }
+    });
+
     await t.test('tenants have their own statistics and never see each other', async (t) => {
       const collection = await fixture.newCollection();
       const tenantA = fixture.corpus('a');

@@ -37,19 +37,23 @@ function keyAt(view: DataView, offset: number): number {
 
 /**
  * Scores go into an array indexed by key minus the smallest key when the keys span at most this
- * many times the postings (a collection's chunk keys are mostly consecutive), else into a Map,
- * which was 4 times slower on Cranfield's questions over 70k chunks.
+ * many times the postings (a collection's chunk keys are mostly consecutive); otherwise a Map gives
+ * each key its slot, which was 4 times slower on Cranfield's questions over 70k chunks.
  */
 const denseSpanPerPosting = 4;
 
-/** Scores every chunk of one partition that holds a query term, with the partition's statistics. */
+/**
+ * Scores every chunk of one partition that holds a query term, with the partition's statistics.
+ * One loop for both ways of finding a key's slot: with an accumulator object per way, the call
+ * through it made the loop twice as slow (85k postings of a long question in a micro-benchmark).
+ */
 export function scorePartitionPostings(partition: PartitionPostings, k1: number, b: number, visit: ScoredChunkVisitor): void {
-  const lists = partition.lists.map((list) => ({ ...list, view: viewOf(list.postings), length: list.postings.byteLength / encodedPostingBytes }));
-  const averageLength = partition.totalLength / partition.chunkCount;
+  const views = partition.lists.map((list) => viewOf(list.postings));
   let smallestKey = Infinity;
   let largestKey = -Infinity;
   let postingCount = 0;
-  for (const { view, length } of lists) {
+  for (const view of views) {
+    const length = view.byteLength / encodedPostingBytes;
     postingCount += length;
     for (let index = 0; index < length; index++) {
       const key = keyAt(view, index * encodedPostingBytes);
@@ -59,49 +63,38 @@ export function scorePartitionPostings(partition: PartitionPostings, k1: number,
   }
   if (postingCount === 0) return;
   const span = largestKey - smallestKey + 1;
-  const add =
-    span <= denseSpanPerPosting * postingCount ? denseAccumulator(span, smallestKey, postingCount) : sparseAccumulator();
-  for (const { view, length, queryFrequency } of lists) {
+  const slotByKey = span <= denseSpanPerPosting * postingCount ? undefined : new Map<number, number>();
+  const keyOfSlot: number[] = [];
+  const scores = new Float64Array(slotByKey ? postingCount : span);
+  const touched = new Int32Array(Math.min(scores.length, postingCount));
+  let touchedCount = 0;
+  const averageLength = partition.totalLength / partition.chunkCount;
+  for (let listIndex = 0; listIndex < views.length; listIndex++) {
+    const view = views[listIndex];
+    const length = view.byteLength / encodedPostingBytes;
+    const queryFrequency = partition.lists[listIndex].queryFrequency;
     const idf = bm25Idf(length, partition.chunkCount);
     for (let index = 0; index < length; index++) {
       const offset = index * encodedPostingBytes;
+      const key = keyAt(view, offset);
+      let slot: number;
+      if (slotByKey === undefined) {
+        slot = key - smallestKey;
+      } else {
+        slot = slotByKey.get(key) ?? keyOfSlot.length;
+        if (slot === keyOfSlot.length) {
+          slotByKey.set(key, slot);
+          keyOfSlot.push(key);
+        }
+      }
       const weight = bm25WeightForIdf(idf, view.getInt32(offset + 8), view.getInt32(offset + 12), averageLength, k1, b);
-      add.add(keyAt(view, offset), queryFrequency * weight);
+      // Every weight is positive, so a zero score marks a slot not yet touched.
+      if (scores[slot] === 0) touched[touchedCount++] = slot;
+      scores[slot] += queryFrequency * weight;
     }
   }
-  add.visitAll(visit);
-}
-
-interface ScoreAccumulator {
-  add(key: number, weight: number): void;
-  visitAll(visit: ScoredChunkVisitor): void;
-}
-
-/** Every weight is positive, so a zero score marks a key not yet touched. */
-function denseAccumulator(span: number, smallestKey: number, postingCount: number): ScoreAccumulator {
-  const scores = new Float64Array(span);
-  const touched = new Int32Array(Math.min(span, postingCount));
-  let touchedCount = 0;
-  return {
-    add(key, weight) {
-      const slot = key - smallestKey;
-      if (scores[slot] === 0) touched[touchedCount++] = slot;
-      scores[slot] += weight;
-    },
-    visitAll(visit) {
-      for (let index = 0; index < touchedCount; index++) visit(touched[index] + smallestKey, scores[touched[index]]);
-    },
-  };
-}
-
-function sparseAccumulator(): ScoreAccumulator {
-  const scores = new Map<number, number>();
-  return {
-    add(key, weight) {
-      scores.set(key, (scores.get(key) ?? 0) + weight);
-    },
-    visitAll(visit) {
-      for (const [key, score] of scores) visit(key, score);
-    },
-  };
+  for (let index = 0; index < touchedCount; index++) {
+    const slot = touched[index];
+    visit(slotByKey === undefined ? slot + smallestKey : keyOfSlot[slot], scores[slot]);
+  }
 }
