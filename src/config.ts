@@ -65,6 +65,8 @@ export interface Config {
   embeddedVacuumIntervalMs: number;
   /** On PostgreSQL, between rounds that vacuum and analyze the service's tables autovacuum leaves alone (see postgres-table-upkeep.ts); 0 turns them off. */
   postgresUpkeepIntervalMs: number;
+  /** How often the SQL keyword index packs changed terms' postings (keyword-posting-packer.ts); 0: never. */
+  keywordPackIntervalMs: number;
   /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
   fileStore: 'local' | 's3';
   s3: S3StoreConfig;
@@ -216,6 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedCheckpointWalBytes: integer(env, 'EMBEDDED_CHECKPOINT_WAL_MB', 64) * 1024 * 1024,
     embeddedVacuumIntervalMs: integer(env, 'EMBEDDED_VACUUM_INTERVAL_S', 60) * 1000,
     postgresUpkeepIntervalMs: integer(env, 'POSTGRES_UPKEEP_INTERVAL_S', 60) * 1000,
+    keywordPackIntervalMs: integer(env, 'KEYWORD_PACK_INTERVAL_S', 30) * 1000,
     fileStore,
     s3: {
       endpoint: optional(env, 'S3_ENDPOINT'),

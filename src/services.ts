@@ -30,6 +30,7 @@ import type { Parser, SqlRunner } from './plugins.js';
 import type { QueryResponse, QueryRuntime } from './search/collection-query.js';
 import { IndexWarmUp } from './search/index-warm-up.js';
 import { createMemoryKeywordIndex } from './search/keyword/memory-keyword-index.js';
+import { KeywordPostingPacker } from './search/keyword/keyword-posting-packer.js';
 import { createSqlKeywordIndex } from './search/keyword/sql-keyword-index.js';
 import { QueryCache } from './search/query-cache.js';
 import { QueryEventRecorder } from './search/query-events.js';
@@ -162,6 +163,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const upkeep = db.kind === 'pglite'
     ? new EmbeddedDatabaseUpkeep(sql, logger.child({ component: 'database' }), { checkpointWalBytes: config.embeddedCheckpointWalBytes, vacuumIntervalMs: config.embeddedVacuumIntervalMs })
     : new PostgresTableUpkeep(sql, logger.child({ component: 'database' }), config.postgresUpkeepIntervalMs);
+  const keywordPacker = new KeywordPostingPacker(sql, logger.child({ component: 'keyword-index' }), config.keywordIndex === 'sql' ? config.keywordPackIntervalMs : 0);
   const indexWarmUp = new IndexWarmUp(sql, indexes, logger.child({ component: 'index-warm-up' }));
   const events = new QueryEventRecorder(sql, (error) => logger.error({ err: error }, 'could not record query events'));
   events.start();
@@ -206,13 +208,14 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
       indexRemovals.start();
       upkeep.start();
+      keywordPacker.start();
       if (config.warmUpIndexes && (config.vectorStore === 'embedded' || config.keywordIndex === 'memory')) indexWarmUp.start();
     },
     stopWork: () => ingestion.stop(),
     async stop() {
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
-        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), () => keywordPacker.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
       ]), 'shutdown steps of the services');
     },

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { PeriodicRounds } from '../concurrency/periodic-rounds.js';
 import type { SqlRunner } from '../plugins.js';
 
 /**
@@ -25,37 +26,18 @@ import type { SqlRunner } from '../plugins.js';
  * HNSW index per collection) is analyzed but never vacuumed here (see the statement).
  */
 export class PostgresTableUpkeep {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private failing = false;
+  private readonly rounds: PeriodicRounds;
 
-  constructor(private readonly sql: SqlRunner, private readonly logger: FastifyBaseLogger, private readonly intervalMs: number) {}
+  constructor(private readonly sql: SqlRunner, private readonly logger: FastifyBaseLogger, intervalMs: number) {
+    this.rounds = new PeriodicRounds(() => this.keepUpDueTables(), { intervalMs, logger, work: 'vacuuming and analyzing the database tables' });
+  }
 
   start(): void {
-    if (this.timer || this.intervalMs <= 0) return;
-    this.timer = setInterval(() => {
-      this.running ??= this.round().finally(() => { this.running = undefined; });
-    }, this.intervalMs);
-    this.timer.unref();
+    this.rounds.start();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
-  }
-
-  /** One round; a failure is logged as a warn line the first time only, and its next success says it works again. */
-  private async round(): Promise<void> {
-    try {
-      await this.keepUpDueTables();
-      if (this.failing) this.logger.info('vacuuming and analyzing the database tables works again');
-      this.failing = false;
-    } catch (error) {
-      if (this.failing) this.logger.debug({ err: error }, 'vacuuming and analyzing the database tables failed again');
-      else this.logger.warn({ err: error }, 'vacuuming and analyzing the database tables failed; retried each round (further failures are logged at debug level)');
-      this.failing = true;
-    }
+  stop(): Promise<void> {
+    return this.rounds.stop();
   }
 
   private async keepUpDueTables(): Promise<void> {

@@ -57,6 +57,8 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
   t.match(loadConfig({ EMBEDDED_VACUUM_INTERVAL_S: '0' }), { embeddedVacuumIntervalMs: 0 });
   t.match(loadConfig({}), { postgresUpkeepIntervalMs: 60_000 }, 'PostgreSQL tables autovacuum leaves alone are looked at every minute');
   t.match(loadConfig({ POSTGRES_UPKEEP_INTERVAL_S: '0' }), { postgresUpkeepIntervalMs: 0 });
+  t.match(loadConfig({}), { keywordPackIntervalMs: 30_000 }, 'the SQL keyword index packs changed terms every 30 s');
+  t.match(loadConfig({ KEYWORD_PACK_INTERVAL_S: '0' }), { keywordPackIntervalMs: 0 });
   t.same(loadConfig({}).corsOrigins, [], 'no origin may call from a browser unless listed');
   t.same(loadConfig({ CORS_ORIGINS: ' HTTPS://App.Example.com:443/ , http://localhost:5173' }).corsOrigins, ['https://app.example.com', 'http://localhost:5173'], 'as a browser writes them in Origin');
   t.equal(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*');

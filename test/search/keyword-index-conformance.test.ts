@@ -14,6 +14,7 @@ import { parseFilter } from '../../src/search/filters/parse-filter.js';
 import { matchesFilter } from '../../src/search/filters/match-filter.js';
 import type { KeywordEntry, KeywordHit, KeywordIndex, KeywordSearchRequest } from '../../src/search/keyword/keyword-index.js';
 import { createMemoryKeywordIndex } from '../../src/search/keyword/memory-keyword-index.js';
+import { packDueTerms } from '../../src/search/keyword/keyword-posting-packer.js';
 import { createSqlKeywordIndex } from '../../src/search/keyword/sql-keyword-index.js';
 
 type Backend = 'pglite' | 'postgresql';
@@ -76,6 +77,8 @@ class Fixture {
   constructor(
     readonly sql: SqlRunner,
     public index: KeywordIndex,
+    /** Runs before each change: the packed sql suite packs every changed term there. */
+    private readonly beforeChange: () => Promise<unknown> = async () => undefined,
   ) {}
 
   keys(count: number): number[] {
@@ -94,6 +97,7 @@ class Fixture {
   }
 
   async put(collectionId: string, entries: KeywordEntry[]): Promise<void> {
+    await this.beforeChange();
     const rows = [...new Map(entries.map((entry) => [entry.key, entry])).values()];
     await this.sql(
       `insert into chunks (key, id, collection_id, chunk_index, text, metadata, tenant, created_at)
@@ -112,6 +116,7 @@ class Fixture {
   }
 
   async delete(collectionId: string, keys: number[]): Promise<void> {
+    await this.beforeChange();
     await this.sql('delete from chunks where key = any(?::bigint[])', [keys]);
     await this.index.remove(collectionId, keys);
   }
@@ -122,21 +127,33 @@ class Fixture {
 }
 
 
-const suites: Array<{ name: KeywordIndex['name']; backend: Backend }> = [
+/**
+ * `packed`: before each change, every term changed since is packed (keyword-posting-packer.ts), so
+ * searches read packed postings, removals recorded against them and rows not packed yet together.
+ */
+const suites: Array<{ name: KeywordIndex['name']; backend: Backend; packed?: boolean }> = [
   { name: 'memory', backend: 'pglite' },
   { name: 'sql', backend: 'pglite' },
+  { name: 'sql', backend: 'pglite', packed: true },
   ...(process.env.TEST_DATABASE_URL
-    ? ([{ name: 'sql', backend: 'postgresql' }, { name: 'memory', backend: 'postgresql' }] as const)
+    ? ([{ name: 'sql', backend: 'postgresql' }, { name: 'sql', backend: 'postgresql', packed: true }, { name: 'memory', backend: 'postgresql' }] as const)
     : []),
 ];
+const packEveryChange = { minimumChanges: 1, changeShare: 0, termsPerRound: 1_000_000 };
 
 for (const suite of suites) {
-  t.test(`${suite.name} keyword index on ${suite.backend}`, async (t) => {
+  t.test(`${suite.name} keyword index on ${suite.backend}${suite.packed ? ', packed before each change' : ''}`, async (t) => {
     const databaseUrl = suite.backend === 'postgresql' ? await scratchDatabaseUrl(t, { migrated: true }) : undefined;
     const db = await openDatabase({ databaseUrl });
     t.teardown(() => db.close());
     const sql = createSqlRunner(db);
-    const fixture = new Fixture(sql, factories[suite.name](sql));
+    let packedTerms = 0;
+    const packChangedTerms = async () => {
+      const { packed, skipped } = await packDueTerms(sql, packEveryChange);
+      t.equal(skipped, 0, 'no term skipped: nothing else writes');
+      packedTerms += packed;
+    };
+    const fixture = new Fixture(sql, factories[suite.name](sql), suite.packed ? packChangedTerms : undefined);
     t.equal(fixture.index.name, suite.name);
     const search = (request: Partial<KeywordSearchRequest> & { collectionId: string; query: string }) =>
       fixture.index.search({ topK: 10, ...request });
@@ -372,6 +389,7 @@ for (const suite of suites) {
       });
     }
 
+    if (suite.packed) t.ok(packedTerms > 100, `${packedTerms} terms packed along the way`);
     await fixture.index.close();
   });
 }

@@ -24,6 +24,7 @@ export const migrationNames: readonly string[] = [
   '0014-pending-index-removals',
   '0015-provider-outage-waits',
   '0016-chunk-text-start',
+  '0017-keyword-packed-postings',
 ];
 
 export async function loadMigrations(): Promise<MigrationObject[]> {

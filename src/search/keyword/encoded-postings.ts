@@ -1,20 +1,31 @@
 /**
- * Posting lists as the SQL keyword index reads them: one bytea per (tenant partition, query term),
- * each posting 16 bytes as PostgreSQL's `int8send(chunk_key) || int4send(term_frequency) ||
- * int4send(chunk_length)` writes them (big-endian). They are scored here with the memory index's
- * arithmetic, so both indexes give bit-identical scores.
+ * Posting lists as the SQL keyword index reads them: bytea values of 16 bytes a posting, as
+ * PostgreSQL's `int8send(chunk_key) || int4send(term_frequency) || int4send(chunk_length)` writes
+ * them (big-endian). A term's list may come in segments (its packed postings, less the keys removed
+ * since, and the postings not packed yet). They are scored here with the memory index's arithmetic,
+ * so both indexes give bit-identical scores.
  */
 import { bm25Idf, bm25WeightForIdf } from '../bm25.js';
 
 export const encodedPostingBytes = 16;
 
-/** The SQL aggregate that packs a term's postings into one bytea (column names of keyword_postings). */
-export const encodePostingsSql = "string_agg(int8send(chunk_key) || int4send(term_frequency) || int4send(chunk_length), ''::bytea)";
+/** The SQL expression that encodes one posting row (column names of keyword_postings). */
+export const encodedPostingSql = 'int8send(chunk_key) || int4send(term_frequency) || int4send(chunk_length)';
+
+/** The SQL aggregate that packs a term's postings into one bytea. */
+export const encodePostingsSql = `string_agg(${encodedPostingSql}, ''::bytea)`;
+
+export interface PostingSegment {
+  postings: Uint8Array;
+  /** Keys whose postings in this segment no longer count. */
+  excludedKeys?: ReadonlySet<number> | undefined;
+}
 
 export interface EncodedPostingList {
   /** How often the term occurs in the query: each occurrence adds its weight once more. */
   queryFrequency: number;
-  postings: Uint8Array;
+  /** A key occurs in at most one segment of a list, not counting excluded postings. */
+  segments: PostingSegment[];
 }
 
 export interface PartitionPostings {
@@ -48,18 +59,25 @@ const denseSpanPerPosting = 4;
  * through it made the loop twice as slow (85k postings of a long question in a micro-benchmark).
  */
 export function scorePartitionPostings(partition: PartitionPostings, k1: number, b: number, visit: ScoredChunkVisitor): void {
-  const views = partition.lists.map((list) => viewOf(list.postings));
+  const segmentsOfLists = partition.lists.map((list) => list.segments.map((segment) => ({ view: viewOf(segment.postings), excludedKeys: segment.excludedKeys })));
+  const documentFrequencies: number[] = [];
   let smallestKey = Infinity;
   let largestKey = -Infinity;
   let postingCount = 0;
-  for (const view of views) {
-    const length = view.byteLength / encodedPostingBytes;
-    postingCount += length;
-    for (let index = 0; index < length; index++) {
-      const key = keyAt(view, index * encodedPostingBytes);
-      if (key < smallestKey) smallestKey = key;
-      if (key > largestKey) largestKey = key;
+  for (const segments of segmentsOfLists) {
+    let documentFrequency = 0;
+    for (const { view, excludedKeys } of segments) {
+      const length = view.byteLength / encodedPostingBytes;
+      for (let index = 0; index < length; index++) {
+        const key = keyAt(view, index * encodedPostingBytes);
+        if (excludedKeys?.has(key)) continue;
+        documentFrequency += 1;
+        if (key < smallestKey) smallestKey = key;
+        if (key > largestKey) largestKey = key;
+      }
     }
+    documentFrequencies.push(documentFrequency);
+    postingCount += documentFrequency;
   }
   if (postingCount === 0) return;
   const span = largestKey - smallestKey + 1;
@@ -69,28 +87,30 @@ export function scorePartitionPostings(partition: PartitionPostings, k1: number,
   const touched = new Int32Array(Math.min(scores.length, postingCount));
   let touchedCount = 0;
   const averageLength = partition.totalLength / partition.chunkCount;
-  for (let listIndex = 0; listIndex < views.length; listIndex++) {
-    const view = views[listIndex];
-    const length = view.byteLength / encodedPostingBytes;
+  for (let listIndex = 0; listIndex < segmentsOfLists.length; listIndex++) {
     const queryFrequency = partition.lists[listIndex].queryFrequency;
-    const idf = bm25Idf(length, partition.chunkCount);
-    for (let index = 0; index < length; index++) {
-      const offset = index * encodedPostingBytes;
-      const key = keyAt(view, offset);
-      let slot: number;
-      if (slotByKey === undefined) {
-        slot = key - smallestKey;
-      } else {
-        slot = slotByKey.get(key) ?? keyOfSlot.length;
-        if (slot === keyOfSlot.length) {
-          slotByKey.set(key, slot);
-          keyOfSlot.push(key);
+    const idf = bm25Idf(documentFrequencies[listIndex], partition.chunkCount);
+    for (const { view, excludedKeys } of segmentsOfLists[listIndex]) {
+      const length = view.byteLength / encodedPostingBytes;
+      for (let index = 0; index < length; index++) {
+        const offset = index * encodedPostingBytes;
+        const key = keyAt(view, offset);
+        if (excludedKeys?.has(key)) continue;
+        let slot: number;
+        if (slotByKey === undefined) {
+          slot = key - smallestKey;
+        } else {
+          slot = slotByKey.get(key) ?? keyOfSlot.length;
+          if (slot === keyOfSlot.length) {
+            slotByKey.set(key, slot);
+            keyOfSlot.push(key);
+          }
         }
+        const weight = bm25WeightForIdf(idf, view.getInt32(offset + 8), view.getInt32(offset + 12), averageLength, k1, b);
+        // Every weight is positive, so a zero score marks a slot not yet touched.
+        if (scores[slot] === 0) touched[touchedCount++] = slot;
+        scores[slot] += queryFrequency * weight;
       }
-      const weight = bm25WeightForIdf(idf, view.getInt32(offset + 8), view.getInt32(offset + 12), averageLength, k1, b);
-      // Every weight is positive, so a zero score marks a slot not yet touched.
-      if (scores[slot] === 0) touched[touchedCount++] = slot;
-      scores[slot] += queryFrequency * weight;
     }
   }
   for (let index = 0; index < touchedCount; index++) {

@@ -22,7 +22,7 @@ import {
   type KeywordSearchRequest,
   type QueryTerm,
 } from './keyword-index.js';
-import { encodePostingsSql, scorePartitionPostings, type PartitionPostings } from './encoded-postings.js';
+import { encodePostingsSql, scorePartitionPostings, type PartitionPostings, type PostingSegment } from './encoded-postings.js';
 import { TopHits } from './top-hits.js';
 
 type Statement = Parameters<Parameters<SqlRunner['transaction']>[0]>[0];
@@ -85,7 +85,8 @@ function addToBatch(batch: IngestBatch, entry: KeywordEntry): void {
 /**
  * Deletes the postings of `keys` and applies the net change to each partition's statistics:
  * minus the chunks removed (their tenant and length read back from the deleted rows), plus
- * `added`. Rows are upserted in tenant order so concurrent writers lock them in the same order.
+ * `added`. Rows are upserted in tenant order so concurrent writers lock them in the same order. A
+ * deleted posting that was packed is recorded as removed from its term's packed value.
  */
 async function replaceStatistics(
   run: Statement,
@@ -97,7 +98,11 @@ async function replaceStatistics(
   await run(
     `with removed as (
        delete from keyword_postings where collection_id = ?::uuid and chunk_key = any(?::bigint[])
-       returning tenant, chunk_key, chunk_length
+       returning tenant, term, chunk_key, chunk_length, packed
+     ), packed_removals as (
+       insert into keyword_packed_removals (collection_id, tenant, term, chunk_key)
+       select ?::uuid, tenant, term, chunk_key from removed where packed
+       on conflict do nothing
      ), removed_chunks as (
        select tenant, chunk_key, max(chunk_length) as chunk_length from removed group by tenant, chunk_key
      ), changes as (
@@ -114,6 +119,7 @@ async function replaceStatistics(
     [
       collectionId,
       keys,
+      collectionId,
       partitions,
       partitions.map((partition) => added.get(partition)!.chunkCount),
       partitions.map((partition) => added.get(partition)!.totalLength),
@@ -181,25 +187,29 @@ async function insertPostings(run: Statement, collectionId: string, postings: Po
 }
 
 /**
- * Each (partition, query term)'s postings, packed into one bytea by an aggregate (encoded-postings.ts),
- * with the partition's statistics; scored in the service. A term's document frequency is the length
- * of its list, so statistics stay exact and cannot drift.
+ * Each (partition, query term)'s postings with the partition's statistics, scored in the service
+ * (encoded-postings.ts): the term's packed postings (keyword-posting-packer.ts), the keys removed
+ * from them since, and its postings not packed yet, aggregated into one bytea. One statement, so
+ * all three come from one snapshot. A term's document frequency is the length of its list, so
+ * statistics stay exact and cannot drift.
  *
  * The statement used to score in SQL: it sorted every posting by (chunk, term) so that sum() added
  * in a fixed order, then summed. With Cranfield's 225 questions over 70k chunks (its 1,400 documents
- * 50 times) on PostgreSQL, top 10, that took 105 ms p50 on one host; reading each list whole and
- * scoring here, 58 ms there (bench/quality/keyword-index-quality.ts --copies 50). The scores are
- * now the memory index's bit for bit (PostgreSQL's `ln` could differ from Math.log by an ulp).
- * PostgreSQL's executor still visits each posting once, in the covering index (migration 0005).
+ * 50 times) on PostgreSQL, top 10, that took 105 ms p50 on one host; reading each list whole as one
+ * aggregate and scoring here, 58 ms there. From packed postings, 14 ms against 56 ms from the rows
+ * in one run (bench/quality/keyword-index-quality.ts --copies 50). The scores are now the memory
+ * index's bit for bit (PostgreSQL's `ln` could differ from Math.log by an ulp).
  *
- * The postings are fetched per (partition, term) by a LATERAL aggregate, so the
- * (collection_id, tenant, term) index is used whole even before ANALYZE has run (PGlite has no
- * autovacuum). Given `term = any(...)` instead, the planner filtered the collection's every posting.
+ * Each subquery names one (partition, term), so the indexes are used whole even before ANALYZE has
+ * run (PGlite has no autovacuum). Given `term = any(...)` instead, the planner filtered the
+ * collection's every posting.
  */
 function postingListsStatement(request: KeywordSearchRequest, queryTerms: QueryTerm[]): { sql: string; params: unknown[] } {
   const params: unknown[] = [queryTerms.map(({ term }) => term), request.collectionId];
   if (request.tenant !== undefined) params.push(tenantPartition(request.tenant));
-  params.push(request.collectionId);
+  params.push(request.collectionId, request.collectionId, request.collectionId);
+  const sameTerm = (table: string) =>
+    `${table}.collection_id = ?::uuid and ${table}.tenant = partitions.tenant and ${table}.term = query_terms.term`;
   const sql = `
     with query_terms as (
       select term, position from unnest(?::text[]) with ordinality as query_term (term, position)
@@ -207,12 +217,11 @@ function postingListsStatement(request: KeywordSearchRequest, queryTerms: QueryT
       select tenant, chunk_count, total_length from keyword_stats
       where collection_id = ?::uuid and chunk_count > 0 ${request.tenant === undefined ? '' : 'and tenant = ?'}
     )
-    select partitions.tenant, partitions.chunk_count, partitions.total_length, query_terms.position, lists.postings
-    from partitions cross join query_terms cross join lateral (
-      select ${encodePostingsSql} as postings from keyword_postings
-      where collection_id = ?::uuid and tenant = partitions.tenant and term = query_terms.term
-    ) lists
-    where lists.postings is not null
+    select partitions.tenant, partitions.chunk_count, partitions.total_length, query_terms.position,
+      (select packed.postings from keyword_packed_postings packed where ${sameTerm('packed')}) as packed,
+      (select string_agg(int8send(removal.chunk_key), ''::bytea) from keyword_packed_removals removal where ${sameTerm('removal')}) as removed,
+      (select ${encodePostingsSql} from keyword_postings loose where ${sameTerm('loose')} and not loose.packed) as loose
+    from partitions cross join query_terms
     order by partitions.tenant, query_terms.position`;
   return { sql, params };
 }
@@ -222,19 +231,32 @@ interface PostingListRow {
   chunk_count: number | string;
   total_length: number | string;
   position: number | string;
-  postings: Uint8Array;
+  packed: Uint8Array | null;
+  removed: Uint8Array | null;
+  loose: Uint8Array | null;
+}
+
+function keysOf(encodedKeys: Uint8Array): Set<number> {
+  const view = new DataView(encodedKeys.buffer, encodedKeys.byteOffset, encodedKeys.byteLength);
+  const keys = new Set<number>();
+  for (let offset = 0; offset < encodedKeys.byteLength; offset += 8) keys.add(view.getInt32(offset) * 4294967296 + view.getUint32(offset + 4));
+  return keys;
 }
 
 /** Rows grouped by partition, each partition's lists in query-term order (the statement's order). */
 function partitionsOf(rows: PostingListRow[], queryTerms: QueryTerm[]): PartitionPostings[] {
   const partitions = new Map<string, PartitionPostings>();
   for (const row of rows) {
+    if (!row.packed && !row.loose) continue;
     let partition = partitions.get(row.tenant);
     if (!partition) {
       partition = { chunkCount: Number(row.chunk_count), totalLength: Number(row.total_length), lists: [] };
       partitions.set(row.tenant, partition);
     }
-    partition.lists.push({ queryFrequency: queryTerms[Number(row.position) - 1].frequency, postings: row.postings });
+    const segments: PostingSegment[] = [];
+    if (row.packed) segments.push({ postings: row.packed, excludedKeys: row.removed ? keysOf(row.removed) : undefined });
+    if (row.loose) segments.push({ postings: row.loose });
+    partition.lists.push({ queryFrequency: queryTerms[Number(row.position) - 1].frequency, segments });
   }
   return [...partitions.values()];
 }
@@ -345,8 +367,9 @@ export function createSqlKeywordIndex(sql: SqlRunner): KeywordIndex {
 
     async dropCollection(collectionId) {
       await sql.transaction(async (run) => {
-        await run('delete from keyword_postings where collection_id = ?::uuid', [collectionId]);
-        await run('delete from keyword_stats where collection_id = ?::uuid', [collectionId]);
+        for (const table of ['keyword_postings', 'keyword_packed_postings', 'keyword_packed_removals', 'keyword_stats']) {
+          await run(`delete from ${table} where collection_id = ?::uuid`, [collectionId]);
+        }
       });
     },
 
