@@ -46,6 +46,14 @@ function keyAt(view: DataView, offset: number): number {
   return view.getInt32(offset) * 4294967296 + view.getUint32(offset + 4);
 }
 
+/** Keys as `string_agg(int8send(chunk_key), ''::bytea)` packs them, 8 bytes each. */
+export function decodeKeys(encodedKeys: Uint8Array): Set<number> {
+  const view = viewOf(encodedKeys);
+  const keys = new Set<number>();
+  for (let offset = 0; offset < encodedKeys.byteLength; offset += 8) keys.add(keyAt(view, offset));
+  return keys;
+}
+
 /**
  * Scores go into an array indexed by key minus the smallest key when the keys span at most this
  * many times the postings (a collection's chunk keys are mostly consecutive); otherwise a Map gives

@@ -22,7 +22,7 @@ import {
   type KeywordSearchRequest,
   type QueryTerm,
 } from './keyword-index.js';
-import { encodePostingsSql, scorePartitionPostings, type PartitionPostings, type PostingSegment } from './encoded-postings.js';
+import { decodeKeys, encodePostingsSql, scorePartitionPostings, type PartitionPostings, type PostingSegment } from './encoded-postings.js';
 import { TopHits } from './top-hits.js';
 
 type Statement = Parameters<Parameters<SqlRunner['transaction']>[0]>[0];
@@ -236,13 +236,6 @@ interface PostingListRow {
   loose: Uint8Array | null;
 }
 
-function keysOf(encodedKeys: Uint8Array): Set<number> {
-  const view = new DataView(encodedKeys.buffer, encodedKeys.byteOffset, encodedKeys.byteLength);
-  const keys = new Set<number>();
-  for (let offset = 0; offset < encodedKeys.byteLength; offset += 8) keys.add(view.getInt32(offset) * 4294967296 + view.getUint32(offset + 4));
-  return keys;
-}
-
 /** Rows grouped by partition, each partition's lists in query-term order (the statement's order). */
 function partitionsOf(rows: PostingListRow[], queryTerms: QueryTerm[]): PartitionPostings[] {
   const partitions = new Map<string, PartitionPostings>();
@@ -254,7 +247,7 @@ function partitionsOf(rows: PostingListRow[], queryTerms: QueryTerm[]): Partitio
       partitions.set(row.tenant, partition);
     }
     const segments: PostingSegment[] = [];
-    if (row.packed) segments.push({ postings: row.packed, excludedKeys: row.removed ? keysOf(row.removed) : undefined });
+    if (row.packed) segments.push({ postings: row.packed, excludedKeys: row.removed ? decodeKeys(row.removed) : undefined });
     if (row.loose) segments.push({ postings: row.loose });
     partition.lists.push({ queryFrequency: queryTerms[Number(row.position) - 1].frequency, segments });
   }
