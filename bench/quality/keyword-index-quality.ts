@@ -4,14 +4,18 @@
  * nDCG@10 / recall@100 (must equal the reference 0.3632 / 0.7396 within 0.001; exits 1 otherwise),
  * query latency (p50 / p95 over the 225 queries, top 100, after one warm-up pass) and ingestion
  * speed. Then times the memory index at scale: synthetic ~40-word chunks cut from Cranfield.
- * With --copies, also times the SQL index on PostgreSQL over that many copies of Cranfield.
+ * With --copies, also times the SQL index on PostgreSQL over that many copies of Cranfield; with
+ * --growth-copies, what packing costs while such a collection grows and shrinks.
  *
- * Usage: npx tsx bench/quality/keyword-index-quality.ts [--database-url URL] [--scale N] [--copies N] [--out FILE]
+ * Usage: npx tsx bench/quality/keyword-index-quality.ts [--database-url URL] [--scale N] [--copies N] [--growth-copies N] [--out FILE]
  *   --database-url  also run on PostgreSQL (a scratch database is created there and dropped);
  *                   defaults to TEST_DATABASE_URL when set
  *   --scale         chunks for the scale run (default 100000; 0 skips it)
  *   --copies        Cranfield copies for the SQL index on PostgreSQL (default 0, skipped; 50 makes
  *                   70k chunks whose common terms have long posting lists); needs --database-url
+ *   --growth-copies  Cranfield copies added to the SQL index on PostgreSQL one at a time, a packing
+ *                   round after each (as the service's packer runs beside ingestion), then a fifth of
+ *                   them removed the same way (default 0, skipped); needs --database-url
  *   --out           where to write the JSON results (default bench/results/keyword-index-quality.json)
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -39,6 +43,7 @@ const { values: options } = parseArgs({
     'database-url': { type: 'string', default: process.env.TEST_DATABASE_URL },
     scale: { type: 'string', default: '100000' },
     copies: { type: 'string', default: '0' },
+    'growth-copies': { type: 'string', default: '0' },
     out: { type: 'string', default: 'bench/results/keyword-index-quality.json' },
   },
 });
@@ -228,26 +233,42 @@ async function benchmarkMemoryAtScale(chunkCount: number, dataset: BeirDataset) 
   }
 }
 
+/** Copy `copy` (from 0) of Cranfield as index entries, keys after the copies before it. */
+function cranfieldCopy(dataset: BeirDataset, copy: number): KeywordEntry[] {
+  return dataset.documents.map((document, position) => ({
+    key: copy * dataset.documents.length + position + 1,
+    text: `${document.title} ${document.text}`.trim(),
+    metadata: {},
+    tenant: null,
+  }));
+}
+
+/** `work` with the SQL index over a scratch database on the server of `databaseUrl`, dropped after. */
+async function withSqlIndexOnScratchDatabase<T>(
+  databaseUrl: string,
+  work: (sql: SqlRunner, index: KeywordIndex, collectionId: string) => Promise<T>,
+): Promise<T> {
+  const scratch = await createScratchDatabase(databaseUrl);
+  const db = await openDatabase({ databaseUrl: scratch.url });
+  try {
+    const sql = createSqlRunner(db);
+    return await work(sql, createSqlKeywordIndex(sql), await createCollection(sql));
+  } finally {
+    await db.close();
+    await scratch.drop();
+  }
+}
+
 /**
  * The SQL index on PostgreSQL over `copies` copies of Cranfield, timed with the 225 questions, top
  * 10, before and after its postings are packed. The tables are vacuumed and analyzed first, as the
  * service's upkeep keeps them.
  */
 async function benchmarkSqlAtScale(copies: number, databaseUrl: string, dataset: BeirDataset) {
-  const scratch = await createScratchDatabase(databaseUrl);
-  const db = await openDatabase({ databaseUrl: scratch.url });
-  try {
-    const sql = createSqlRunner(db);
-    const index = createSqlKeywordIndex(sql);
-    const collectionId = await createCollection(sql);
+  return withSqlIndexOnScratchDatabase(databaseUrl, async (sql, index, collectionId) => {
     const started = performance.now();
     for (let copy = 0; copy < copies; copy++) {
-      const entries: KeywordEntry[] = dataset.documents.map((document, position) => ({
-        key: copy * dataset.documents.length + position + 1,
-        text: `${document.title} ${document.text}`.trim(),
-        metadata: {},
-        tenant: null,
-      }));
+      const entries = cranfieldCopy(dataset, copy);
       await insertChunkRows(sql, collectionId, entries);
       await index.add(collectionId, entries);
     }
@@ -290,14 +311,60 @@ async function benchmarkSqlAtScale(copies: number, databaseUrl: string, dataset:
       top10MsBeforePacking: unpacked,
       packing: { terms: termsPacked, seconds: round(packingSeconds, 1) },
     };
-  } finally {
-    await db.close();
-    await scratch.drop();
-  }
+  });
+}
+
+/**
+ * What packing costs while a collection changes: `copies` copies of Cranfield added to the SQL index
+ * on PostgreSQL one at a time, then every fifth copy removed, with one packing round after each
+ * step (the service runs one every KEYWORD_PACK_INTERVAL_S beside ingestion), then rounds until
+ * nothing is due. Times the index's writes and the rounds apart.
+ */
+async function benchmarkSqlGrowth(copies: number, databaseUrl: string, dataset: BeirDataset) {
+  return withSqlIndexOnScratchDatabase(databaseUrl, async (sql, index, collectionId) => {
+    const seconds = { writes: 0, packingRounds: 0, packingToTheEnd: 0 };
+    let termsPacked = 0;
+    const timed = async (phase: keyof typeof seconds, work: () => Promise<unknown>) => {
+      const started = performance.now();
+      await work();
+      seconds[phase] += (performance.now() - started) / 1000;
+    };
+    const packingRound = async () => {
+      termsPacked += (await packDueTerms(sql)).packed;
+    };
+    for (let copy = 0; copy < copies; copy++) {
+      const entries = cranfieldCopy(dataset, copy);
+      await insertChunkRows(sql, collectionId, entries);
+      await timed('writes', () => index.add(collectionId, entries));
+      await timed('packingRounds', packingRound);
+    }
+    const removedCopies = Array.from({ length: copies }, (_, copy) => copy).filter((copy) => copy % 5 === 4);
+    for (const copy of removedCopies) {
+      await timed('writes', () => index.remove(collectionId, cranfieldCopy(dataset, copy).map((entry) => entry.key)));
+      await timed('packingRounds', packingRound);
+    }
+    await timed('packingToTheEnd', async () => {
+      for (let packed = -1; packed !== 0; ) {
+        ({ packed } = await packDueTerms(sql));
+        termsPacked += packed;
+      }
+    });
+    const [postings] = await sql<{ count: string }>('select count(*) as count from keyword_postings');
+    return {
+      copies,
+      removedCopies: removedCopies.length,
+      chunks: (copies - removedCopies.length) * dataset.documents.length,
+      postings: Number(postings!.count),
+      termsPacked,
+      seconds: Object.fromEntries(Object.entries(seconds).map(([phase, value]) => [phase, round(value, 1)])),
+    };
+  });
 }
 
 const copies = Number(options.copies);
 if (copies > 0 && !options['database-url']) throw new Error('--copies needs --database-url (or TEST_DATABASE_URL)');
+const growthCopies = Number(options['growth-copies']);
+if (growthCopies > 0 && !options['database-url']) throw new Error('--growth-copies needs --database-url (or TEST_DATABASE_URL)');
 const dataset = await readBeirDataset(cranfieldFolder);
 const targets: Array<[KeywordIndex['name'], string | undefined]> = [
   ['memory', undefined],
@@ -333,6 +400,13 @@ if (sqlAtScale) {
       `packed ${sqlAtScale.packing.terms} terms in ${sqlAtScale.packing.seconds} s, then ${sqlAtScale.top10Ms.p50}/${sqlAtScale.top10Ms.p95} ms\n`,
   );
 }
+const sqlGrowth = growthCopies > 0 ? await benchmarkSqlGrowth(growthCopies, options['database-url']!, dataset) : undefined;
+if (sqlGrowth) {
+  process.stdout.write(
+    `sql/postgresql growing to ${sqlGrowth.copies} copies, ${sqlGrowth.removedCopies} removed: writes ${sqlGrowth.seconds.writes} s, ` +
+      `packing rounds ${sqlGrowth.seconds.packingRounds} s, packing to the end ${sqlGrowth.seconds.packingToTheEnd} s (${sqlGrowth.termsPacked} terms packed)\n`,
+  );
+}
 const results = {
   generatedAt: new Date().toISOString(),
   // Other work on the machine inflates latencies; the load average says how busy it was.
@@ -343,6 +417,7 @@ const results = {
   runs,
   ...(scale ? { scale } : {}),
   ...(sqlAtScale ? { sqlAtScale } : {}),
+  ...(sqlGrowth ? { sqlGrowth } : {}),
 };
 await writeFile(options.out, JSON.stringify(results, null, 2) + '\n');
 process.stdout.write(`wrote ${options.out}\n`);

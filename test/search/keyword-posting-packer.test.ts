@@ -1,12 +1,13 @@
 /**
- * The SQL keyword index's packing of postings (keyword-posting-packer.ts): what makes a term due,
- * that a term whose rows another transaction holds is skipped and packed later, and, through the
- * HTTP API, that the service packs on its own and answers the same before and after.
- * Every search result against the memory index is checked in keyword-index-conformance.test.ts.
+ * The SQL keyword index's packing of postings (keyword-posting-packer.ts): what makes a term due;
+ * that a term whose rows not packed, or whose packed value, another transaction holds is skipped
+ * and packed later; that a deletion of packed postings running beside a packing keeps its removals;
+ * and, through the HTTP API, that the service packs on its own and answers the same before and
+ * after. Every search result against the memory index is checked in keyword-index-conformance.test.ts.
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { openDatabase } from '../../src/db/database.js';
 import { createSqlRunner } from '../../src/db/sql-runner.js';
 import type { SqlRunner } from '../../src/plugins.js';
@@ -46,6 +47,24 @@ async function termState(sql: SqlRunner, collectionId: string, term: string) {
   return state!;
 }
 
+/** The SQL index over a migrated scratch PostgreSQL database, with one collection. */
+async function postgresqlIndex(t: Test) {
+  const url = await scratchDatabaseUrl(t, { migrated: true });
+  const db = await openDatabase({ databaseUrl: url });
+  t.teardown(() => db.close());
+  const sql = createSqlRunner(db);
+  return { url, sql, index: createSqlKeywordIndex(sql), collectionId: await newCollection(sql) };
+}
+
+/** Another connection with a transaction begun: what a concurrent writer, deletion or packer holds. */
+async function transactionOnAnotherConnection(t: Test, url: string): Promise<pg.Client> {
+  const other = new pg.Client({ connectionString: url });
+  await other.connect();
+  t.teardown(() => other.end());
+  await other.query('begin');
+  return other;
+}
+
 t.test('a term is packed once its changes reach 32 and a quarter of its packed postings', async (t) => {
   const db = await openDatabase({});
   t.teardown(() => db.close());
@@ -81,25 +100,61 @@ t.test('a term is packed once its changes reach 32 and a quarter of its packed p
 
 if (process.env.TEST_DATABASE_URL) {
   t.test('PostgreSQL: a term whose rows another transaction holds is skipped, and packed the next round', async (t) => {
-    const url = await scratchDatabaseUrl(t, { migrated: true });
-    const db = await openDatabase({ databaseUrl: url });
-    t.teardown(() => db.close());
-    const sql = createSqlRunner(db);
-    const index = createSqlKeywordIndex(sql);
-    const collectionId = await newCollection(sql);
+    const { url, sql, index, collectionId } = await postgresqlIndex(t);
     const entries = Array.from({ length: 40 }, (_, position) => ({ key: position + 1, text: position < 20 ? 'harbour' : 'harbour lighthouse', metadata: {}, tenant: null }));
     await addChunks(sql, index, collectionId, entries);
 
-    const other = new pg.Client({ connectionString: url });
-    await other.connect();
-    t.teardown(() => other.end());
-    await other.query('begin');
+    const other = await transactionOnAnotherConnection(t, url);
     await other.query("select 1 from keyword_postings where term = 'harbour' and chunk_key = 7 for update");
     t.same(await packDueTerms(sql, { minimumChanges: 1, changeShare: 0, termsPerRound: 100 }), { packed: 1, skipped: 1 }, 'lighthouse packed, harbour skipped');
     t.same(await termState(sql, collectionId, 'harbour'), { packed: null, loose: 40 }, 'harbour left as it was');
     await other.query('rollback');
     t.same(await packDueTerms(sql, { minimumChanges: 1, changeShare: 0, termsPerRound: 100 }), { packed: 1, skipped: 0 });
     t.same(await termState(sql, collectionId, 'harbour'), { packed: 40, loose: 0 });
+  });
+
+  t.test('PostgreSQL: packing again never waits for a deletion of packed postings, whose removal then stays recorded', async (t) => {
+    const { url, sql, index, collectionId } = await postgresqlIndex(t);
+    const harbour = (from: number, count: number) =>
+      Array.from({ length: count }, (_, position) => ({ key: from + position, text: 'harbour', metadata: {}, tenant: null }));
+    const packEveryChange = { minimumChanges: 1, changeShare: 0, termsPerRound: 100 };
+    await addChunks(sql, index, collectionId, harbour(1, 40));
+    t.same(await packDueTerms(sql, packEveryChange), { packed: 1, skipped: 0 });
+    await addChunks(sql, index, collectionId, harbour(41, 10));
+
+    // A deletion of packed postings, as sql-keyword-index.ts writes it, open while the term is packed again.
+    const other = await transactionOnAnotherConnection(t, url);
+    await other.query(
+      `with removed as (delete from keyword_postings where collection_id = $1 and chunk_key = any($2::bigint[]) returning tenant, term, chunk_key, packed)
+       insert into keyword_packed_removals (collection_id, tenant, term, chunk_key) select $1, tenant, term, chunk_key from removed where packed`,
+      [collectionId, [7, 8]],
+    );
+    t.same(await packDueTerms(sql, packEveryChange), { packed: 1, skipped: 0 }, 'the rows the deletion holds are not read again');
+    t.same(await termState(sql, collectionId, 'harbour'), { packed: 50, loose: 0 }, 'the 10 new postings joined the 40 packed');
+    await other.query('commit');
+
+    const keys = async () => (await index.search({ collectionId, query: 'harbour', topK: 100 })).map((hit) => hit.key).sort((a, b) => a - b);
+    const expected = Array.from({ length: 50 }, (_, position) => position + 1).filter((key) => key !== 7 && key !== 8);
+    t.same(await keys(), expected, 'the removals recorded after the packing\'s snapshot still leave 7 and 8 out');
+    t.same(await packDueTerms(sql, packEveryChange), { packed: 1, skipped: 0 }, 'the removals make the term due');
+    t.same(await termState(sql, collectionId, 'harbour'), { packed: 48, loose: 0 });
+    t.same(await keys(), expected, 'and the same chunks once they are applied');
+  });
+
+  t.test('PostgreSQL: a term whose packed value another packer holds is skipped', async (t) => {
+    const { url, sql, index, collectionId } = await postgresqlIndex(t);
+    const packEveryChange = { minimumChanges: 1, changeShare: 0, termsPerRound: 100 };
+    await addChunks(sql, index, collectionId, [{ key: 1, text: 'harbour', metadata: {}, tenant: null }]);
+    t.same(await packDueTerms(sql, packEveryChange), { packed: 1, skipped: 0 });
+    await addChunks(sql, index, collectionId, [{ key: 2, text: 'harbour', metadata: {}, tenant: null }]);
+
+    const other = await transactionOnAnotherConnection(t, url);
+    await other.query("select 1 from keyword_packed_postings where term = 'harbour' for update");
+    t.same(await packDueTerms(sql, packEveryChange), { packed: 0, skipped: 1 });
+    t.same(await termState(sql, collectionId, 'harbour'), { packed: 1, loose: 1 }, 'left as it was');
+    await other.query('rollback');
+    t.same(await packDueTerms(sql, packEveryChange), { packed: 1, skipped: 0 });
+    t.same(await termState(sql, collectionId, 'harbour'), { packed: 2, loose: 0 });
   });
 }
 
