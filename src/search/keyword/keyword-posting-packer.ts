@@ -143,12 +143,12 @@ async function packTerms(sql: SqlRunner, terms: DueTerm[]): Promise<boolean> {
       const valueOf = (rows: TermValue[]) => new Map(rows.map((row) => [termKey(row), row.value]));
       const currentValues = valueOf(current);
       const looseValues = valueOf(loose);
-      const removedKeys = valueOf(removed);
+      const removedValues = valueOf(removed);
       const packed: Array<DueTerm & { postings: Buffer }> = [];
       const emptied: DueTerm[] = [];
       for (const term of terms) {
         const key = termKey(term);
-        const removals = removedKeys.get(key);
+        const removals = removedValues.get(key);
         const postings = updatePackedPostings(currentValues.get(key), removals ? decodeKeys(removals) : new Set(), looseValues.get(key));
         if (postings.byteLength > 0) packed.push({ ...term, postings });
         else if (currentValues.has(key)) emptied.push(term);
