@@ -47,6 +47,14 @@ async function termState(sql: SqlRunner, collectionId: string, term: string) {
   return state!;
 }
 
+/** The SQL index over a new embedded database, with one collection. */
+async function embeddedIndex(t: Test) {
+  const db = await openDatabase({});
+  t.teardown(() => db.close());
+  const sql = createSqlRunner(db);
+  return { sql, index: createSqlKeywordIndex(sql), collectionId: await newCollection(sql) };
+}
+
 /** The SQL index over a migrated scratch PostgreSQL database, with one collection. */
 async function postgresqlIndex(t: Test) {
   const url = await scratchDatabaseUrl(t, { migrated: true });
@@ -66,11 +74,7 @@ async function transactionOnAnotherConnection(t: Test, url: string): Promise<pg.
 }
 
 t.test('a term is packed once its changes reach 32 and a quarter of its packed postings', async (t) => {
-  const db = await openDatabase({});
-  t.teardown(() => db.close());
-  const sql = createSqlRunner(db);
-  const index = createSqlKeywordIndex(sql);
-  const collectionId = await newCollection(sql);
+  const { sql, index, collectionId } = await embeddedIndex(t);
   let nextKey = 1;
   const add = (count: number) =>
     addChunks(sql, index, collectionId, Array.from({ length: count }, () => ({ key: nextKey++, text: 'harbour', metadata: {}, tenant: null })));
@@ -96,6 +100,42 @@ t.test('a term is packed once its changes reach 32 and a quarter of its packed p
   const hits = await index.search({ collectionId, query: 'harbour', topK: 300 });
   t.equal(hits.length, 240);
   t.notOk(hits.some((hit) => hit.key <= 5), 'no removed chunk comes back');
+});
+
+/** The chunk keys of a term's packed value, in the order they are stored. */
+async function packedKeys(sql: SqlRunner, collectionId: string, term: string): Promise<number[]> {
+  const [row] = await sql<{ postings: Uint8Array }>('select postings from keyword_packed_postings where collection_id = ?::uuid and term = ?', [collectionId, term]);
+  const value = Buffer.from(row!.postings);
+  return Array.from({ length: value.byteLength / 16 }, (_, index) => Number(value.readBigInt64BE(index * 16)));
+}
+
+t.test('a packed value is in key order, whatever order its postings were written or packed in before', async (t) => {
+  const { sql, index, collectionId } = await embeddedIndex(t);
+  const harbour = (keys: number[]) => keys.map((key) => ({ key, text: 'harbour', metadata: {}, tenant: null }));
+  const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, position) => from + position);
+
+  await addChunks(sql, index, collectionId, harbour(range(61, 100).reverse()));
+  t.same(await packDueTerms(sql), { packed: 1, skipped: 0 });
+  t.same(await packedKeys(sql, collectionId, 'harbour'), range(61, 100), 'rows written from the largest key down');
+
+  const interleaved = range(1, 20).flatMap((key) => [key + 140, key]);
+  await addChunks(sql, index, collectionId, harbour(interleaved));
+  t.same(await packDueTerms(sql), { packed: 1, skipped: 0 });
+  t.same(await packedKeys(sql, collectionId, 'harbour'), [...range(1, 20), ...range(61, 100), ...range(141, 160)], 'new keys on both sides merged in');
+
+  // As packing left values before they were kept in key order: the old value, then the new rows.
+  await sql(
+    `update keyword_packed_postings set postings = substr(postings, 321) || substr(postings, 1, 320)
+     where collection_id = ?::uuid and term = 'harbour'`,
+    [collectionId],
+  );
+  t.equal((await packedKeys(sql, collectionId, 'harbour'))[0], 61, 'a value out of key order');
+  await index.remove(collectionId, range(61, 80));
+  await addChunks(sql, index, collectionId, harbour(range(21, 32)));
+  t.same(await packDueTerms(sql), { packed: 1, skipped: 0 });
+  t.same(await packedKeys(sql, collectionId, 'harbour'), [...range(1, 32), ...range(81, 100), ...range(141, 160)], 'sorted at its next packing');
+  const hits = await index.search({ collectionId, query: 'harbour', topK: 100 });
+  t.same(hits.map((hit) => hit.key).sort((a, b) => a - b), [...range(1, 32), ...range(81, 100), ...range(141, 160)], 'and searched the same');
 });
 
 if (process.env.TEST_DATABASE_URL) {
@@ -156,6 +196,7 @@ if (process.env.TEST_DATABASE_URL) {
     t.same(await packDueTerms(sql, packEveryChange), { packed: 1, skipped: 0 });
     t.same(await termState(sql, collectionId, 'harbour'), { packed: 2, loose: 0 });
   });
+
 }
 
 const paragraphs = (name: string) =>

@@ -55,8 +55,13 @@ export function decodeKeys(encodedKeys: Uint8Array): Set<number> {
 }
 
 /**
- * A term's packed value brought up to date: `packed` without the postings of `removedKeys`, then
- * `added`. The order of postings in a value does not matter to scoring.
+ * A term's packed value brought up to date: `packed` without the postings of `removedKeys`, merged
+ * by key with `added`. Values are kept in key order because scoring adds into an array indexed by
+ * key: with six lists of 5k-30k postings, it took 10-14 % longer over shuffled keys than over sorted
+ * ones. Either part is sorted here only when it is out of order: rows come back in the order they
+ * were written, mostly the order of their keys, but not when ingestion workers write beside each
+ * other or a chunk is indexed again; and a value packed before values were kept in order
+ * (2026-11-29) may be the old value with the new rows after it.
  */
 export function updatePackedPostings(packed: Uint8Array | undefined, removedKeys: ReadonlySet<number>, added: Uint8Array | undefined): Buffer {
   const parts: Uint8Array[] = [];
@@ -71,8 +76,63 @@ export function updatePackedPostings(packed: Uint8Array | undefined, removedKeys
     }
     if (keptFrom < packed.byteLength) parts.push(packed.subarray(keptFrom));
   }
-  if (added) parts.push(added);
-  return Buffer.concat(parts);
+  const kept = Buffer.concat(parts);
+  const keptInOrder = isInKeyOrder(kept) ? kept : sortedByKey(kept);
+  if (!added) return keptInOrder;
+  return mergedByKey(keptInOrder, isInKeyOrder(added) ? added : sortedByKey(added));
+}
+
+function isInKeyOrder(postings: Uint8Array): boolean {
+  const view = viewOf(postings);
+  for (let offset = encodedPostingBytes; offset < postings.byteLength; offset += encodedPostingBytes) {
+    if (keyAt(view, offset) < keyAt(view, offset - encodedPostingBytes)) return false;
+  }
+  return true;
+}
+
+/** Two values in key order as one. New chunks get larger keys, so mostly `added` just follows. */
+function mergedByKey(first: Uint8Array, second: Uint8Array): Buffer {
+  const merged = Buffer.allocUnsafe(first.byteLength + second.byteLength);
+  const firstView = viewOf(first);
+  const secondView = viewOf(second);
+  let firstOffset = 0;
+  let secondOffset = 0;
+  let mergedOffset = 0;
+  while (firstOffset < first.byteLength && secondOffset < second.byteLength) {
+    const firstKey = keyAt(firstView, firstOffset);
+    const secondKey = keyAt(secondView, secondOffset);
+    // The run of `first` up to the next key of `second` is copied whole.
+    let runEnd = firstOffset;
+    while (runEnd < first.byteLength && keyAt(firstView, runEnd) <= secondKey) runEnd += encodedPostingBytes;
+    if (runEnd > firstOffset) {
+      merged.set(first.subarray(firstOffset, runEnd), mergedOffset);
+      mergedOffset += runEnd - firstOffset;
+      firstOffset = runEnd;
+      continue;
+    }
+    let secondRunEnd = secondOffset;
+    while (secondRunEnd < second.byteLength && keyAt(secondView, secondRunEnd) < firstKey) secondRunEnd += encodedPostingBytes;
+    merged.set(second.subarray(secondOffset, secondRunEnd), mergedOffset);
+    mergedOffset += secondRunEnd - secondOffset;
+    secondOffset = secondRunEnd;
+  }
+  merged.set(first.subarray(firstOffset), mergedOffset);
+  mergedOffset += first.byteLength - firstOffset;
+  merged.set(second.subarray(secondOffset), mergedOffset);
+  return merged;
+}
+
+function sortedByKey(postings: Uint8Array): Buffer {
+  const view = viewOf(postings);
+  const count = postings.byteLength / encodedPostingBytes;
+  const order = Array.from({ length: count }, (_, index) => index);
+  const keys = order.map((index) => keyAt(view, index * encodedPostingBytes));
+  order.sort((left, right) => keys[left] - keys[right]);
+  const sorted = Buffer.allocUnsafe(postings.byteLength);
+  order.forEach((index, position) => {
+    sorted.set(postings.subarray(index * encodedPostingBytes, (index + 1) * encodedPostingBytes), position * encodedPostingBytes);
+  });
+  return sorted;
 }
 
 /**

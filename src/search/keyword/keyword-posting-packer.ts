@@ -18,8 +18,9 @@
  *
  * Terms are packed a batch at a time, each batch one REPEATABLE READ transaction. It locks the
  * terms' packed values (NOWAIT) and marks their rows not packed yet (waiting at most `lockWaitMs`
- * for a row lock), and writes each packed value less its removals plus those rows. It never touches
- * the rows packed before, so a deletion of them never waits for it:
+ * for a row lock), and writes each packed value less its removals merged with those rows, in key
+ * order (encoded-postings.ts says why). It never touches the rows packed before, so a deletion of
+ * them never waits for it:
  * - a row a concurrent writer inserts after the snapshot is neither packed nor marked, so it stays
  *   a row not packed, which queries read;
  * - a row not packed that a concurrent deletion holds, or deleted after the snapshot, fails the
