@@ -1,5 +1,7 @@
 /**
  * The SQL keyword index's packing of postings (keyword-posting-packer.ts): what makes a term due;
+ * that packed values are in key order; that the packer skips a round only when nothing was written
+ * since a round that left nothing due;
  * that a term whose rows not packed, or whose packed value, another transaction holds is skipped
  * and packed later; that a deletion of packed postings running beside a packing keeps its removals;
  * and, through the HTTP API, that the service packs on its own and answers the same before and
@@ -12,7 +14,8 @@ import { openDatabase } from '../../src/db/database.js';
 import { createSqlRunner } from '../../src/db/sql-runner.js';
 import type { SqlRunner } from '../../src/plugins.js';
 import type { KeywordEntry, KeywordIndex } from '../../src/search/keyword/keyword-index.js';
-import { packDueTerms } from '../../src/search/keyword/keyword-posting-packer.js';
+import { createLogger } from '../../src/logger.js';
+import { KeywordPostingPacker, packDueTerms } from '../../src/search/keyword/keyword-posting-packer.js';
 import { createSqlKeywordIndex } from '../../src/search/keyword/sql-keyword-index.js';
 import { adminTestApp, scratchDatabaseUrl, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
 
@@ -138,6 +141,39 @@ t.test('a packed value is in key order, whatever order its postings were written
   t.same(hits.map((hit) => hit.key).sort((a, b) => a - b), [...range(1, 32), ...range(81, 100), ...range(141, 160)], 'and searched the same');
 });
 
+t.test('the packer skips a round when nothing was written since a round that left nothing due', async (t) => {
+  const { sql, index, collectionId } = await embeddedIndex(t);
+  const packer = new KeywordPostingPacker(sql, createLogger('silent'), 0, { minimumChanges: 32, changeShare: 0.25, termsPerRound: 2 });
+  let nextKey = 1;
+  const add = (count: number, text: string) =>
+    addChunks(sql, index, collectionId, Array.from({ length: count }, () => ({ key: nextKey++, text, metadata: {}, tenant: null })));
+
+  t.same(await packer.packChangedTerms(), { packed: 0, skipped: 0 }, 'the first round looks');
+  t.equal(await packer.packChangedTerms(), undefined, 'then, with nothing written, rounds are skipped');
+  await add(40, 'harbour');
+  t.same(await packer.packChangedTerms(), { packed: 1, skipped: 0 }, 'a write makes the next round look');
+  t.equal(await packer.packChangedTerms(), undefined);
+  await add(10, 'harbour');
+  t.same(await packer.packChangedTerms(), { packed: 0, skipped: 0 }, 'it looks after a write that makes nothing due');
+  t.equal(await packer.packChangedTerms(), undefined);
+  await index.remove(collectionId, Array.from({ length: 22 }, (_, position) => position + 1));
+  t.same(await packer.packChangedTerms(), { packed: 1, skipped: 0 }, 'and after a removal');
+  t.same(await termState(sql, collectionId, 'harbour'), { packed: 28, loose: 0 });
+  t.equal(await packer.packChangedTerms(), undefined);
+
+  await add(40, 'pier');
+  await add(40, 'dock');
+  await add(40, 'port');
+  t.same(await packer.packChangedTerms(), { packed: 2, skipped: 0 }, 'two terms a round here');
+  t.same(await packer.packChangedTerms(), { packed: 1, skipped: 0 }, 'a round that packed as many terms as it may is followed by another');
+  t.equal(await packer.packChangedTerms(), undefined);
+  const packedCounts = await Promise.all(['pier', 'dock', 'port'].map(async (term) => (await termState(sql, collectionId, term)).packed));
+  t.same(packedCounts, [40, 40, 40]);
+
+  await index.dropCollection(collectionId);
+  t.same(await packer.packChangedTerms(), { packed: 0, skipped: 0 }, 'a collection dropped changes the fingerprint too');
+});
+
 if (process.env.TEST_DATABASE_URL) {
   t.test('PostgreSQL: a term whose rows another transaction holds is skipped, and packed the next round', async (t) => {
     const { url, sql, index, collectionId } = await postgresqlIndex(t);
@@ -197,6 +233,17 @@ if (process.env.TEST_DATABASE_URL) {
     t.same(await termState(sql, collectionId, 'harbour'), { packed: 2, loose: 0 });
   });
 
+  t.test('PostgreSQL: the round after one that skipped a term is not skipped, with nothing written', async (t) => {
+    const { url, sql, index, collectionId } = await postgresqlIndex(t);
+    const packer = new KeywordPostingPacker(sql, createLogger('silent'), 0, { minimumChanges: 1, changeShare: 0, termsPerRound: 100 });
+    await addChunks(sql, index, collectionId, [{ key: 1, text: 'harbour', metadata: {}, tenant: null }]);
+    const other = await transactionOnAnotherConnection(t, url);
+    await other.query("select 1 from keyword_postings where term = 'harbour' for update");
+    t.same(await packer.packChangedTerms(), { packed: 0, skipped: 1 });
+    await other.query('rollback');
+    t.same(await packer.packChangedTerms(), { packed: 1, skipped: 0 });
+    t.equal(await packer.packChangedTerms(), undefined);
+  });
 }
 
 const paragraphs = (name: string) =>
