@@ -246,6 +246,7 @@ async function packRound(sql: SqlRunner, settings: PackingSettings): Promise<{ p
   return { packed, skipped, settled: skipped === 0 && due.length < settings.termsPerRound };
 }
 
+/** One round that always looks for due terms, as benchmarks and tests run it. */
 export async function packDueTerms(sql: SqlRunner, settings: PackingSettings = defaultPackingSettings): Promise<{ packed: number; skipped: number }> {
   const { packed, skipped } = await packRound(sql, settings);
   return { packed, skipped };
@@ -268,8 +269,8 @@ async function postingWritesFingerprint(sql: SqlRunner): Promise<string> {
 /**
  * Runs a packing round every `intervalMs` (0: never), one at a time. A round after one that left
  * nothing due, with no posting written or removed since, finds nothing due either, so it is skipped:
- * an index not written to costs a row per partition a round, not a scan of every posting (254 ms at
- * 100k chunks on PostgreSQL, bench/README.md "BM25 index").
+ * an index not written to costs a row per partition a round, not a scan of the postings table (0.7
+ * against 330 ms at 34k chunks and 2.1M postings on PostgreSQL, bench/README.md "BM25 index").
  */
 export class KeywordPostingPacker {
   private readonly rounds: PeriodicRounds;
