@@ -15,6 +15,7 @@ import { createSqlRunner } from '../../src/db/sql-runner.js';
 import type { SqlRunner } from '../../src/plugins.js';
 import type { KeywordEntry, KeywordIndex } from '../../src/search/keyword/keyword-index.js';
 import { createLogger } from '../../src/logger.js';
+import { encodedPostingBytes } from '../../src/search/keyword/encoded-postings.js';
 import { KeywordPostingPacker, packDueTerms } from '../../src/search/keyword/keyword-posting-packer.js';
 import { createSqlKeywordIndex } from '../../src/search/keyword/sql-keyword-index.js';
 import { adminTestApp, scratchDatabaseUrl, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
@@ -109,7 +110,7 @@ t.test('a term is packed once its changes reach 32 and a quarter of its packed p
 async function packedKeys(sql: SqlRunner, collectionId: string, term: string): Promise<number[]> {
   const [row] = await sql<{ postings: Uint8Array }>('select postings from keyword_packed_postings where collection_id = ?::uuid and term = ?', [collectionId, term]);
   const value = Buffer.from(row!.postings);
-  return Array.from({ length: value.byteLength / 16 }, (_, index) => Number(value.readBigInt64BE(index * 16)));
+  return Array.from({ length: value.byteLength / encodedPostingBytes }, (_, index) => Number(value.readBigInt64BE(index * encodedPostingBytes)));
 }
 
 t.test('a packed value is in key order, whatever order its postings were written or packed in before', async (t) => {
@@ -126,9 +127,11 @@ t.test('a packed value is in key order, whatever order its postings were written
   t.same(await packDueTerms(sql), { packed: 1, skipped: 0 });
   t.same(await packedKeys(sql, collectionId, 'harbour'), [...range(1, 20), ...range(61, 100), ...range(141, 160)], 'new keys on both sides merged in');
 
-  // As packing left values before they were kept in key order: the old value, then the new rows.
+  // As packing left values before they were kept in key order: the old value, then the new rows
+  // (here the 20 postings of keys 1-20 moved to the end).
+  const movedBytes = 20 * encodedPostingBytes;
   await sql(
-    `update keyword_packed_postings set postings = substr(postings, 321) || substr(postings, 1, 320)
+    `update keyword_packed_postings set postings = substr(postings, ${movedBytes + 1}) || substr(postings, 1, ${movedBytes})
      where collection_id = ?::uuid and term = 'harbour'`,
     [collectionId],
   );

@@ -60,8 +60,9 @@ export function decodeKeys(encodedKeys: Uint8Array): Set<number> {
  * key: with six lists of 5k-30k postings, it took 10-14 % longer over shuffled keys than over sorted
  * ones. Either part is sorted here only when it is out of order: rows come back in the order they
  * were written, mostly the order of their keys, but not when ingestion workers write beside each
- * other or a chunk is indexed again; and a value packed before values were kept in order
- * (2026-11-29) may be the old value with the new rows after it.
+ * other or a chunk is indexed again under its key (a raw vector upserted again); the merge keeps
+ * that case linear. A value packed before values were kept in order (2026-11-29) may be the old
+ * value with the new rows after it.
  */
 export function updatePackedPostings(packed: Uint8Array | undefined, removedKeys: ReadonlySet<number>, added: Uint8Array | undefined): Buffer {
   const parts: Uint8Array[] = [];

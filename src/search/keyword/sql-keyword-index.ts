@@ -86,7 +86,10 @@ function addToBatch(batch: IngestBatch, entry: KeywordEntry): void {
  * Deletes the postings of `keys` and applies the net change to each partition's statistics:
  * minus the chunks removed (their tenant and length read back from the deleted rows), plus
  * `added`. Rows are upserted in tenant order so concurrent writers lock them in the same order. A
- * deleted posting that was packed is recorded as removed from its term's packed value.
+ * deleted posting that was packed is recorded as removed from its term's packed value. Every
+ * change of postings goes through here and rewrites its partitions' statistics rows, even when
+ * their counts come out the same: the packer tells from those rows whether anything was written
+ * (keyword-posting-packer.ts, postingWritesFingerprint).
  */
 async function replaceStatistics(
   run: Statement,
