@@ -19,7 +19,7 @@ async function databaseOptions(t: Test, backend: string): Promise<DatabaseOption
   return { dataDir: path.join(directory, 'db') };
 }
 
-const hasPackedColumn = "select count(*)::int as count from information_schema.columns where table_name = 'keyword_postings' and column_name = 'packed'";
+const hasMetadataIndexes = "select count(*)::int as count from pg_indexes where indexname in ('chunks_metadata_index', 'pgvector_embeddings_metadata_index')";
 
 for (const backend of testBackends()) {
   t.test(`${backend}: an empty database gets every migration; one a migration behind gets that one at the next start`, async (t) => {
@@ -31,13 +31,9 @@ for (const backend of testBackends()) {
     t.same(await pendingMigrations(fresh.orm), []);
 
     const latest = migrationNames.at(-1)!;
-    t.equal(latest, '0017-keyword-packed-postings', 'this test undoes the latest migration by hand; a new one needs its own undo here');
-    await connection.execute('drop table keyword_packed_postings');
-    await connection.execute('drop table keyword_packed_removals');
-    await connection.execute('alter table keyword_postings drop column packed');
-    await connection.execute('drop index keyword_postings_term_index');
-    await connection.execute(`create index keyword_postings_search_index on keyword_postings (collection_id, tenant, term)
-      include (chunk_key, term_frequency, chunk_length)`);
+    t.equal(latest, '0018-metadata-containment-indexes', 'this test undoes the latest migration by hand; a new one needs its own undo here');
+    await connection.execute('drop index chunks_metadata_index');
+    await connection.execute('drop index pgvector_embeddings_metadata_index');
     await connection.execute('delete from schema_migrations where name = ?', [latest]);
     t.same(await pendingMigrations(fresh.orm), [latest], 'the check sees the missing migration');
     await fresh.close();
@@ -45,8 +41,8 @@ for (const backend of testBackends()) {
     const reopened = await openDatabase(options);
     t.teardown(() => reopened.close());
     t.same(await pendingMigrations(reopened.orm), []);
-    const [column] = await reopened.orm.em.getConnection().execute<Array<{ count: number }>>(hasPackedColumn);
-    t.equal(column!.count, 1, 'the start ran the missing migration');
+    const [indexes] = await reopened.orm.em.getConnection().execute<Array<{ count: number }>>(hasMetadataIndexes);
+    t.equal(indexes!.count, 2, 'the start ran the missing migration');
     const names = await reopened.orm.em.getConnection().execute<Array<{ name: string }>>('select name from schema_migrations');
     t.equal(names.length, migrationNames.length, 'and recorded it once, nothing run twice');
   });

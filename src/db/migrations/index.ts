@@ -25,6 +25,7 @@ export const migrationNames: readonly string[] = [
   '0015-provider-outage-waits',
   '0016-chunk-text-start',
   '0017-keyword-packed-postings',
+  '0018-metadata-containment-indexes',
 ];
 
 export async function loadMigrations(): Promise<MigrationObject[]> {

@@ -23,7 +23,57 @@ export function filterToSql(filter: MetadataFilter, metadataColumn: string): Sql
   if (!columnReference.test(metadataColumn)) throw new TypeError(`filterToSql: "${metadataColumn}" is not a column reference`);
   const params: unknown[] = [];
   const sql = renderFilter(filter, metadataColumn, params);
-  return { sql, params };
+  const containment = renderContainment(filter, metadataColumn, params);
+  return { sql: containment === null ? sql : `(${sql} and ${containment})`, params };
+}
+
+/** A path segment `#>` may read as an array index (match-filter.ts), which containment cannot. */
+const integerLikeSegment = /^[ \t\n\v\f\r]*[+-]?[0-9]+$/;
+
+/** `{"a": {"b": <value>}}` for the path a.b, as JSON text (keys such as `__proto__` stay keys). */
+function nestedAtPath(path: readonly string[], value: unknown): string {
+  return path.reduceRight((inner, segment) => `{${JSON.stringify(segment)}:${inner}}`, JSON.stringify(value));
+}
+
+/**
+ * Containment conditions (`column @> any(...)`) equivalent to the filter's equality and membership
+ * conditions, joined as the filter joins them, or null where a part has none: the filter's own
+ * expression reads each field with `#>`, which no index serves, while a GIN index over the column
+ * (jsonb_path_ops) finds the rows containing a value, so a filter few rows pass need not test
+ * every row of the collection. It is added beside the filter's expression, never instead of it.
+ *
+ * Equivalent: on a path of object keys, `(column #> path) @> scalar` holds when the value there is
+ * the scalar or an array holding it; `{path: scalar}` contains the first, `{path: [scalar]}` the
+ * second (a nested array does not contain a bare scalar). A segment that reads as an integer may
+ * index an array, which containment cannot express, so such a path gets no condition.
+ */
+function renderContainment(filter: MetadataFilter, column: string, params: unknown[]): string | null {
+  switch (filter.kind) {
+    case 'and': {
+      const parts = filter.filters.map((part) => renderContainment(part, column, params)).filter((part) => part !== null);
+      return parts.length === 0 ? null : `(${parts.join(' and ')})`;
+    }
+    case 'or': {
+      if (filter.filters.length === 0) return null;
+      const start = params.length;
+      const parts = filter.filters.map((part) => renderContainment(part, column, params));
+      if (parts.some((part) => part === null)) {
+        params.length = start;
+        return null;
+      }
+      return `(${parts.join(' or ')})`;
+    }
+    case 'not':
+      return null;
+    case 'field': {
+      const { path, condition } = filter;
+      if (path.some((segment) => integerLikeSegment.test(segment))) return null;
+      const scalars = condition.operator === '$eq' ? [condition.value] : condition.operator === '$in' ? condition.values : [];
+      if (scalars.length === 0) return null;
+      params.push(scalars.flatMap((scalar) => [nestedAtPath(path, scalar), nestedAtPath(path, [scalar])]));
+      return `${column} @> any(?::jsonb[])`;
+    }
+  }
 }
 
 function renderFilter(filter: MetadataFilter, column: string, params: unknown[]): string {
