@@ -8,6 +8,7 @@
  * which `coalesce` or `case` turns into false), so `not (...)` negates exactly as JavaScript's `!`.
  */
 import type { ComparisonOperator, FieldFilter, MetadataFilter } from './filter-types.js';
+import { integerSegment } from './match-filter.js';
 
 export interface SqlFragment {
   sql: string;
@@ -27,25 +28,25 @@ export function filterToSql(filter: MetadataFilter, metadataColumn: string): Sql
   return { sql: containment === null ? sql : `(${sql} and ${containment})`, params };
 }
 
-/** A path segment `#>` may read as an array index (match-filter.ts), which containment cannot. */
-const integerLikeSegment = /^[ \t\n\v\f\r]*[+-]?[0-9]+$/;
-
 /** `{"a": {"b": <value>}}` for the path a.b, as JSON text (keys such as `__proto__` stay keys). */
 function nestedAtPath(path: readonly string[], value: unknown): string {
   return path.reduceRight((inner, segment) => `{${JSON.stringify(segment)}:${inner}}`, JSON.stringify(value));
 }
 
 /**
- * Containment conditions (`column @> any(...)`) equivalent to the filter's equality and membership
- * conditions, joined as the filter joins them, or null where a part has none: the filter's own
- * expression reads each field with `#>`, which no index serves, while a GIN index over the column
- * (jsonb_path_ops) finds the rows containing a value, so a filter few rows pass need not test
- * every row of the collection. It is added beside the filter's expression, never instead of it.
+ * Containment conditions (`column @> any(...)`) for the filter's equality and membership conditions,
+ * joined as the filter joins them, or null: an `and` keeps those of its parts that have one, an `or`
+ * has one only when each part has, `not` never does. The filter's own expression reads each field
+ * with `#>`, which no index serves, while a GIN index over the column (jsonb_path_ops) finds the rows
+ * containing a value, so a filter few rows pass need not test every row of the collection. The
+ * containment is added beside the filter's expression, never instead of it.
  *
  * Equivalent: on a path of object keys, `(column #> path) @> scalar` holds when the value there is
  * the scalar or an array holding it; `{path: scalar}` contains the first, `{path: [scalar]}` the
  * second (a nested array does not contain a bare scalar). A segment that reads as an integer may
- * index an array, which containment cannot express, so such a path gets no condition.
+ * pick an array element (`integerSegment`), which containment cannot express, so such a path gets
+ * no condition. In jsonb_path_ops both forms hash to the same entry, so each value's entry is read
+ * twice, and the bitmap of rows merges the two.
  */
 function renderContainment(filter: MetadataFilter, column: string, params: unknown[]): string | null {
   switch (filter.kind) {
@@ -67,7 +68,7 @@ function renderContainment(filter: MetadataFilter, column: string, params: unkno
       return null;
     case 'field': {
       const { path, condition } = filter;
-      if (path.some((segment) => integerLikeSegment.test(segment))) return null;
+      if (path.some((segment) => integerSegment.test(segment))) return null;
       const scalars = condition.operator === '$eq' ? [condition.value] : condition.operator === '$in' ? condition.values : [];
       if (scalars.length === 0) return null;
       params.push(scalars.flatMap((scalar) => [nestedAtPath(path, scalar), nestedAtPath(path, [scalar])]));

@@ -30,8 +30,11 @@ export function matchesFilter(filter: MetadataFilter, metadata: Record<string, u
 
 const int32Min = -2_147_483_648;
 const int32Max = 2_147_483_647;
-/** What C's strtol accepts whole: optional blanks (isspace), an optional sign, digits. */
-const integerSegment = /^[ \t\n\v\f\r]*[+-]?[0-9]+$/;
+/**
+ * A path segment that picks an array element, as C's strtol accepts it whole: optional blanks
+ * (isspace), an optional sign, digits.
+ */
+export const integerSegment = /^[ \t\n\v\f\r]*[+-]?[0-9]+$/;
 
 /** The element index a path segment selects in an array of `length`, as jsonb `#>` decides it. */
 function arrayIndex(segment: string, length: number): number | undefined {
