@@ -22,8 +22,8 @@ import type { SqlRunner } from '../plugins.js';
  * maintenance or index build holds, till the next round. Replicas on one database each run rounds
  * without coordinating: one replica's vacuum passes over a table another's is vacuuming, and a
  * table vacuumed or analyzed is no longer due, so a round after another's finds little to do. At 100k chunks a vacuum of an insert-only
- * table took 0.3-0.8 s. A table with an index other than a B-tree (the pgvector store's, with one
- * HNSW index per collection) is analyzed but never vacuumed here (see the statement).
+ * table took 0.3-0.8 s. A table with a pgvector index (the pgvector store's, with one HNSW index per
+ * collection) is analyzed but never vacuumed here (see the statement).
  */
 export class PostgresTableUpkeep {
   private readonly rounds: PeriodicRounds;
@@ -46,12 +46,13 @@ export class PostgresTableUpkeep {
     const tables = await this.sql<{ name: string; vacuum_due: boolean; analyze_due: boolean }>(
       `select name, vacuum_due, analyze_due from (
          select s.relid::regclass::text as name,
-                -- Only tables whose indexes are all B-trees: vacuuming pgvector's HNSW graphs after
-                -- large deletions can take minutes, and a manual vacuum, unlike autovacuum, does not
-                -- give way to a collection's index build waiting for its lock.
+                -- Only tables without a pgvector index: vacuuming pgvector's HNSW graphs after large
+                -- deletions can take minutes, and a manual vacuum, unlike autovacuum, does not give
+                -- way to a collection's index build waiting for its lock. GIN indexes (chunk metadata,
+                -- migration 0018) are vacuumed: a vacuum also merges their lists of pending entries.
                 not exists (select 1 from pg_index i join pg_class index_class on index_class.oid = i.indexrelid
                               join pg_am method on method.oid = index_class.relam
-                             where i.indrelid = c.oid and method.amname <> 'btree')
+                             where i.indrelid = c.oid and method.amname in ('hnsw', 'ivfflat'))
                 and (s.n_dead_tup > ${setting('autovacuum_vacuum_threshold')} + ${setting('autovacuum_vacuum_scale_factor')} * greatest(c.reltuples, 0)
                   or s.n_ins_since_vacuum > ${setting('autovacuum_vacuum_insert_threshold')} + ${setting('autovacuum_vacuum_insert_scale_factor')} * greatest(c.reltuples, 0))
                   as vacuum_due,

@@ -43,6 +43,10 @@ for (const backend of testBackends()) {
     t.same(await pendingMigrations(reopened.orm), []);
     const [indexes] = await reopened.orm.em.getConnection().execute<Array<{ count: number }>>(hasMetadataIndexes);
     t.equal(indexes!.count, 2, 'the start ran the missing migration');
+    const [vectorIndex] = await reopened.orm.em.getConnection().execute<Array<{ reloptions: string[] | string | null }>>(
+      "select reloptions from pg_class where relname = 'pgvector_embeddings_metadata_index'",
+    );
+    t.match(String(vectorIndex!.reloptions), /fastupdate=off/, 'the index over vector rows, never vacuumed by the service, keeps no pending entries');
     const names = await reopened.orm.em.getConnection().execute<Array<{ name: string }>>('select name from schema_migrations');
     t.equal(names.length, migrationNames.length, 'and recorded it once, nothing run twice');
   });

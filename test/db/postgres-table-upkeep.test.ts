@@ -1,8 +1,9 @@
 /**
  * On PostgreSQL, tables that autovacuum leaves alone are analyzed and vacuumed by the service once
  * enough of their rows changed, by autovacuum's own rules (postgres-table-upkeep.ts), except that a
- * table with HNSW indexes is not vacuumed. The tables' `autovacuum_enabled` is turned off here, so the test means the same on a server whose
- * autovacuum runs and on one where it is off (this workplace's).
+ * table with HNSW indexes is not vacuumed; `chunks`, with its GIN index over metadata (migration
+ * 0018), is. The tables' `autovacuum_enabled` is turned off here, so the test means the same on a
+ * server whose autovacuum runs and on one where it is off (this workplace's).
  */
 import t from 'tap';
 import type { SqlRunner } from '../../src/plugins.js';

@@ -338,9 +338,34 @@ for (const suite of suites) {
       }
       // A filter few of ~500 matching chunks pass, and one none pass: the sql index checks its
       // best-scored chunks against the filter in rounds of growing size until it has enough.
-      for (const raw of [{ n: { $gte: 5000 } }, { n: { $lt: 0 } }]) {
+      // Equality goes through the metadata index too (migration 0018).
+      const filters = [{ n: { $gte: 5000 } }, { n: { $lt: 0 } }, { n: 4200 }, { n: -1 }, { n: { $in: [42, 4200, 5199] } }];
+      for (const raw of filters) {
         const request = { collectionId: collection, query: 'alpha word7', filter: parseFilter(raw), topK: 20 };
         sameHits(t, await search(request), referenceHits(remaining, request.query, 20, { filter: raw }), `${JSON.stringify(raw)} ${request.query}`);
+      }
+      if (suite.name === 'sql') {
+        // ~280 of the ~1,730 chunks left match the query. After a first round of lookups, a
+        // filter the metadata index serves is scanned for (it reads the few rows passing), while
+        // a range is looked up by key until the scored chunks run out, cheaper than a full scan.
+        const statements: string[] = [];
+        const recording = Object.assign(
+          (query: string, params?: unknown[]) => {
+            statements.push(query);
+            return sql(query, params);
+          },
+          { transaction: sql.transaction, dialect: sql.dialect },
+        ) as SqlRunner;
+        const recorded = createSqlKeywordIndex(recording);
+        const stepsOf = async (raw: Record<string, unknown>) => {
+          statements.length = 0;
+          const request = { collectionId: collection, query: 'alpha word7', filter: parseFilter(raw), topK: 20 };
+          sameHits(t, await recorded.search(request), referenceHits(remaining, request.query, 20, { filter: raw }), `recorded ${JSON.stringify(raw)}`);
+          return statements.slice(1).map((statement) => (statement.includes('chunk.key = any') ? 'lookup' : statement.includes('chunk.collection_id =') ? 'scan' : 'other'));
+        };
+        t.same(await stepsOf({ n: 4200 }), ['lookup', 'scan'], 'one value: a round of lookups, then a scan of what the index finds');
+        t.same(await stepsOf({ n: -1 }), ['lookup', 'scan'], 'a value no chunk has: the same');
+        t.same(await stepsOf({ n: { $lt: 0 } }), ['lookup', 'lookup'], 'a range none pass: lookups until the scored chunks run out');
       }
     });
 

@@ -17,6 +17,11 @@ import { Migration } from '@mikro-orm/migrations';
 export class Migration0018MetadataContainmentIndexes extends Migration {
   override async up(): Promise<void> {
     this.addSql('create index chunks_metadata_index on chunks using gin (metadata jsonb_path_ops)');
-    this.addSql('create index pgvector_embeddings_metadata_index on pgvector_embeddings using gin (metadata jsonb_path_ops)');
+    // Written straight into the index, without GIN's list of pending entries: the service's upkeep
+    // never vacuums this table (its HNSW indexes, postgres-table-upkeep.ts), so with autovacuum off
+    // the list would grow to gin_pending_list_limit (4 MB) and every filtered query would read it.
+    // An HNSW insert costs milliseconds; the index's entries for a row's metadata, far less.
+    this.addSql(`create index pgvector_embeddings_metadata_index on pgvector_embeddings using gin (metadata jsonb_path_ops)
+      with (fastupdate = off)`);
   }
 }

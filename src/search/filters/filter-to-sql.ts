@@ -13,6 +13,8 @@ import { integerSegment } from './match-filter.js';
 export interface SqlFragment {
   sql: string;
   params: unknown[];
+  /** Whether `sql` holds a containment condition a GIN index over the column can serve. */
+  containment: boolean;
 }
 
 const sqlComparison: Record<ComparisonOperator, string> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
@@ -25,7 +27,7 @@ export function filterToSql(filter: MetadataFilter, metadataColumn: string): Sql
   const params: unknown[] = [];
   const sql = renderFilter(filter, metadataColumn, params);
   const containment = renderContainment(filter, metadataColumn, params);
-  return { sql: containment === null ? sql : `(${sql} and ${containment})`, params };
+  return { sql: containment === null ? sql : `(${sql} and ${containment})`, params, containment: containment !== null };
 }
 
 /** `{"a": {"b": <value>}}` for the path a.b, as JSON text (keys such as `__proto__` stay keys). */
