@@ -20,7 +20,8 @@ export class Migration0018MetadataContainmentIndexes extends Migration {
     // Written straight into the index, without GIN's list of pending entries: the service's upkeep
     // never vacuums this table (its HNSW indexes, postgres-table-upkeep.ts), so with autovacuum off
     // the list would grow to gin_pending_list_limit (4 MB) and every filtered query would read it.
-    // An HNSW insert costs milliseconds; the index's entries for a row's metadata, far less.
+    // Measured on 20,000 rows of six metadata keys: 38 µs a row written straight, against about
+    // 1.4 ms an insert with HNSW live (bench/README.md "Metadata filters").
     this.addSql(`create index pgvector_embeddings_metadata_index on pgvector_embeddings using gin (metadata jsonb_path_ops)
       with (fastupdate = off)`);
   }
