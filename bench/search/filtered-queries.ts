@@ -21,9 +21,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { matchesFilter } from '../../src/search/filters/match-filter.js';
 import { parseFilter } from '../../src/search/filters/parse-filter.js';
-import { bootstrapAdmin, machineDescription, writeResult } from '../support/service-process.js';
+import { bootstrapAdmin, keyOfEarlierAdmin, machineDescription, writeResult } from '../support/service-process.js';
 import { benchmarkQueries } from './corpus.js';
-import { JsonClient, resetPostgresDatabase, startServiceAt, summarize, uploadCorpusBatch } from './harness.js';
+import { JsonClient, resetPostgresDatabase, startServiceAt, summarize, uploadCorpusBatch, waitForIngestion } from './harness.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const documentCount = Number(process.argv[2] ?? 30_000);
@@ -36,10 +36,8 @@ const UPLOADS_IN_FLIGHT = 4;
 const ROUNDS = 6;
 const BLOCK = 20;
 const MODES = ['semantic', 'keyword', 'hybrid'] as const;
-const ADMIN = { email: 'bench@example.com', password: 'benchmark password' };
 const log = (message: string) => process.stderr.write(`[filtered-queries] ${message}\n`);
 
-type Stats = { chunks: number; documents_by_status: Record<string, number> };
 type Answer = { results: Array<{ metadata: Record<string, unknown> }> };
 
 const batchCount = Math.ceil(documentCount / DOCUMENTS_PER_BATCH);
@@ -53,26 +51,6 @@ const filters: Record<string, { filter?: Record<string, unknown>; documents_pass
   range_1_percent: { filter: { batch: { $lt: Math.max(1, Math.round(batchCount / 100)) } }, documents_passing: '1 % (a range)' },
 };
 
-async function waitForIngestion(client: JsonClient): Promise<Stats> {
-  for (;;) {
-    const { body } = await client.request<Stats>('GET', '/v1/collections/filtered/stats');
-    if (body.documents_by_status.pending === 0 && body.documents_by_status.processing === 0) return body;
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-  }
-}
-
-/** An API key for the admin an earlier run created (BENCH_REUSE). */
-async function keyOfEarlierRun(baseUrl: string): Promise<string> {
-  const login = await fetch(`${baseUrl}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
-  if (login.status !== 200) throw new Error(`login failed: ${login.status} ${await login.text()}`);
-  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
-  const created = await fetch(`${baseUrl}/v1/admin/api-keys`, {
-    method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ name: `bench ${Date.now()}` }),
-  });
-  if (created.status !== 201) throw new Error(`key creation failed: ${created.status}`);
-  return ((await created.json()) as { key: string }).key;
-}
-
 async function load(baseUrl: string, key: string, client: JsonClient): Promise<number> {
   await client.request('POST', '/v1/collections', { name: 'filtered' });
   const started = performance.now();
@@ -84,7 +62,7 @@ async function load(baseUrl: string, key: string, client: JsonClient): Promise<n
       await uploadCorpusBatch(baseUrl, key, 'filtered', batch * DOCUMENTS_PER_BATCH, count, { batch, group: batch % 100, kind: batch % 10 });
     }
   }));
-  await waitForIngestion(client);
+  await waitForIngestion(client, 'filtered', 1000);
   return (performance.now() - started) / 1000;
 }
 
@@ -93,7 +71,7 @@ const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-filtered-queries-'));
 const serviceEnvironment: Record<string, string> = databaseUrl ? { DATABASE_URL: databaseUrl } : {};
 let service = await startServiceAt(dataDir, serviceEnvironment);
 try {
-  const key = reuse ? await keyOfEarlierRun(service.baseUrl) : (await bootstrapAdmin(service.baseUrl)).key;
+  const key = reuse ? await keyOfEarlierAdmin(service.baseUrl) : (await bootstrapAdmin(service.baseUrl)).key;
   let loadSeconds: number | null = null;
   if (!reuse) {
     const loader = new JsonClient(service.baseUrl, key, 4);
@@ -105,7 +83,7 @@ try {
     service = await startServiceAt(dataDir, serviceEnvironment);
   }
   const client = new JsonClient(service.baseUrl, key, 4);
-  const stats = await waitForIngestion(client);
+  const stats = await waitForIngestion(client, 'filtered', 1000);
   log(`${stats.chunks} chunks${loadSeconds === null ? ' (loaded by an earlier run)' : ` loaded in ${loadSeconds.toFixed(0)} s`}`);
 
   const queries = benchmarkQueries(ROUNDS * BLOCK);

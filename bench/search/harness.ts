@@ -142,6 +142,20 @@ export class JsonClient {
   }
 }
 
+export interface IngestionStats {
+  chunks: number;
+  documents_by_status: Record<string, number>;
+}
+
+/** Polls a collection's stats until no document is pending or processing, and returns them. */
+export async function waitForIngestion(client: JsonClient, collection: string, pollMilliseconds = 500): Promise<IngestionStats> {
+  for (;;) {
+    const { body } = await client.request<IngestionStats>('GET', `/v1/collections/${encodeURIComponent(collection)}/stats`);
+    if (!body.documents_by_status.pending && !body.documents_by_status.processing) return body;
+    await new Promise((resolve) => setTimeout(resolve, pollMilliseconds));
+  }
+}
+
 export interface LatencySummary {
   count: number;
   p50: number;

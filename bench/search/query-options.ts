@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bootstrapAdmin, machineDescription, writeResult } from '../support/service-process.js';
 import { benchmarkQueries } from './corpus.js';
-import { JsonClient, resetPostgresDatabase, startServiceAt, summarize, uploadCorpusBatch } from './harness.js';
+import { JsonClient, resetPostgresDatabase, startServiceAt, summarize, uploadCorpusBatch, waitForIngestion } from './harness.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const sizes = (process.argv[2] ?? '10000,100000').split(',').map(Number);
@@ -27,16 +27,7 @@ const BLOCK = 20;
 const MODES = ['semantic', 'keyword', 'hybrid'] as const;
 const log = (message: string) => process.stderr.write(`[query-options] ${message}\n`);
 
-type Stats = { chunks: number; documents_by_status: Record<string, number> };
 type Answer = { results: unknown[]; timings: Record<string, number> };
-
-async function waitForIngestion(client: JsonClient): Promise<Stats> {
-  for (;;) {
-    const { body } = await client.request<Stats>('GET', '/v1/collections/options/stats');
-    if (body.documents_by_status.pending === 0 && body.documents_by_status.processing === 0) return body;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-}
 
 if (databaseUrl) await resetPostgresDatabase(databaseUrl);
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-query-options-'));
@@ -48,12 +39,12 @@ try {
   await client.request('POST', '/v1/collections', { name: 'options' });
   let uploaded = 0;
   for (const size of sizes) {
-    let stats = await waitForIngestion(client);
+    let stats = await waitForIngestion(client, 'options');
     while (stats.chunks < size) {
       // About 3.8 chunks a corpus document.
       const batches = Math.max(1, Math.ceil((size - stats.chunks) / 3.8 / 50));
       for (let batch = 0; batch < batches; batch++, uploaded += 50) await uploadCorpusBatch(service.baseUrl, key, 'options', uploaded, 50);
-      stats = await waitForIngestion(client);
+      stats = await waitForIngestion(client, 'options');
     }
     log(`${stats.chunks} chunks`);
     const documents = await client.request<{ data: Array<{ id: string }> }>('GET', '/v1/collections/options/documents?limit=10');

@@ -58,18 +58,32 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
 }
 
 /** Creates the first admin and an API key; returns the key's plaintext and the session cookie. */
+/** The admin every benchmark creates on a fresh service. */
+const benchAdmin = { email: 'bench@example.com', password: 'benchmark password' };
+
+/** Creates the first admin on a fresh service and an API key for it (`keyBody` is the key's request body). */
 export async function bootstrapAdmin(baseUrl: string, keyBody: Record<string, unknown> = { name: 'bench' }): Promise<{ key: string; cookie: string }> {
-  const setup = await fetch(`${baseUrl}/v1/auth/setup`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'bench@example.com', password: 'benchmark password' }),
-  });
-  if (setup.status !== 201) throw new Error(`setup failed: ${setup.status} ${await setup.text()}`);
-  const cookie = (setup.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  const cookie = await sessionCookie(baseUrl, '/v1/auth/setup', 201);
+  return { key: await createApiKey(baseUrl, cookie, keyBody), cookie };
+}
+
+/** Logs in as the admin an earlier run created (its data kept) and creates a new API key. */
+export async function keyOfEarlierAdmin(baseUrl: string): Promise<string> {
+  return createApiKey(baseUrl, await sessionCookie(baseUrl, '/v1/auth/login', 200), { name: `bench ${Date.now()}` });
+}
+
+async function sessionCookie(baseUrl: string, pathname: string, expectedStatus: number): Promise<string> {
+  const response = await fetch(`${baseUrl}${pathname}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(benchAdmin) });
+  if (response.status !== expectedStatus) throw new Error(`${pathname} failed: ${response.status} ${await response.text()}`);
+  return (response.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+}
+
+async function createApiKey(baseUrl: string, cookie: string, keyBody: Record<string, unknown>): Promise<string> {
   const created = await fetch(`${baseUrl}/v1/admin/api-keys`, {
     method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify(keyBody),
   });
   if (created.status !== 201) throw new Error(`key creation failed: ${created.status}`);
-  return { key: ((await created.json()) as { key: string }).key, cookie };
+  return ((await created.json()) as { key: string }).key;
 }
 
 /** The machine a result was measured on, with its load when asked (other processes skew every figure). */
