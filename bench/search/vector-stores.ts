@@ -34,6 +34,7 @@ import { openDatabase, type Database } from '../../src/db/database.js';
 import { createSqlRunner } from '../../src/db/sql-runner.js';
 import type { MetadataFilter, VectorHit, VectorRecord, VectorStore } from '../../src/plugins.js';
 import { parseFilter } from '../../src/search/filters/parse-filter.js';
+import { clusteredVectorSource } from './clustered-vectors.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -61,27 +62,7 @@ const log = (message: string): void => void process.stderr.write(`${new Date().t
 
 // ---------- data ----------
 
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let mixed = Math.imul(state ^ (state >>> 15), state | 1);
-    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = seededRandom(384_100);
-const gaussian = (): number => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
-const centres = Float32Array.from({ length: clusterCount * dimension }, gaussian);
-
-function clusteredVectors(count: number): Float32Array {
-  const matrix = new Float32Array(count * dimension);
-  for (let row = 0; row < count; row++) {
-    const centre = Math.floor(random() * clusterCount) * dimension;
-    for (let i = 0; i < dimension; i++) matrix[row * dimension + i] = centres[centre + i] + gaussian();
-  }
-  return matrix;
-}
+const clusteredVectors = clusteredVectorSource({ seed: 384_100, dimension, clusterCount });
 
 log(`generating ${rowCount} vectors`);
 const data = clusteredVectors(rowCount);

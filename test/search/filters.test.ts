@@ -6,6 +6,7 @@ import { BadRequestError } from '../../src/errors.js';
 import { filterToSql } from '../../src/search/filters/filter-to-sql.js';
 import { compareCodePoints, matchesFilter } from '../../src/search/filters/match-filter.js';
 import { maxFilterDepth, parseFilter } from '../../src/search/filters/parse-filter.js';
+import { MetadataValueIndex } from '../../plugins/vector-store/embedded/metadata-value-index.js';
 
 /** Metadata rows every filter case is evaluated against (in JavaScript and in SQL). */
 const rows: Record<string, Record<string, unknown>> = {
@@ -113,6 +114,64 @@ t.test('compareCodePoints orders like PostgreSQL\'s "C" collation', async (t) =>
   t.equal(compareCodePoints('same', 'same'), 0);
 });
 
+t.test('the embedded store\'s index of metadata values agrees with matchesFilter on every row, through writes', async (t) => {
+  const held = new Map(rowNames.map((name, key) => [key, rows[name]!]));
+  const index = new MetadataValueIndex(() => held.entries());
+  const nameOf = (key: number) => rowNames[key]!;
+  const check = (stage: string) => {
+    let served = 0;
+    for (const [raw] of cases) {
+      const filter = parseFilter(raw)!;
+      const candidates = index.candidates(filter);
+      if (candidates === null) continue;
+      served++;
+      const passing = [...held].filter(([, metadata]) => matchesFilter(filter, metadata)).map(([key]) => nameOf(key)).sort();
+      const found = [...candidates.keys].map(nameOf).sort();
+      if (candidates.exact) t.same(found, passing, `${stage}: ${JSON.stringify(raw)} gives exactly the rows that pass`);
+      else t.ok(passing.every((name) => found.includes(name)), `${stage}: ${JSON.stringify(raw)} gives every row that passes (${found} ⊇ ${passing})`);
+    }
+    return served;
+  };
+  const served = check('as written');
+  t.ok(served >= 35, `the index serves ${served} of the ${cases.length} cases`);
+  t.equal(index.candidates(parseFilter({ $not: { type: 'report' } })!), null, '$not is not served');
+  t.equal(index.candidates(parseFilter({ year: { $gt: 2020 } })!), null, 'a range is not served');
+  t.equal(index.candidates(parseFilter({ 'tags.0': 'ml' })!), null, 'an array index in the path is not served');
+  t.equal(index.candidates(parseFilter({ $or: [{ type: 'memo' }, { year: { $gt: 2020 } }] })!), null, 'an $or with a part not served is not');
+  t.same(index.candidates(parseFilter({ $and: [{ type: 'memo' }, { year: { $gt: 2020 } }] })!)?.exact, false, 'an $and with a part not served is served inexactly');
+
+  // Every row removed, then written back with other values, then with its own again.
+  for (const [key, metadata] of held) index.removeRow(key, metadata);
+  const emptied = new Map(held);
+  held.clear();
+  for (const [raw] of cases) t.equal(index.candidates(parseFilter(raw)!)?.keys.size ?? 0, 0, `emptied: ${JSON.stringify(raw)} finds nothing`);
+  for (const key of emptied.keys()) {
+    const swapped = emptied.get((key + 1) % emptied.size)!;
+    held.set(key, swapped);
+    index.addRow(key, swapped);
+  }
+  check('rows swapped');
+  for (const [key, metadata] of emptied) {
+    index.removeRow(key, held.get(key)!);
+    held.set(key, metadata);
+    index.addRow(key, metadata);
+  }
+  t.equal(check('rows back'), served);
+});
+
+t.test('the index of metadata values keeps the paths asked about last', async (t) => {
+  const held = new Map([[1, { a: 1, b: 2, c: 3 }]]);
+  let passes = 0;
+  const index = new MetadataValueIndex(() => {
+    passes++;
+    return held.entries();
+  }, 2);
+  for (const field of ['a', 'b', 'a', 'c', 'a']) index.candidates(parseFilter({ [field]: 1 })!);
+  t.equal(index.pathCount, 2, 'two paths at most');
+  t.equal(passes, 3, 'a, b and c indexed once each; a stayed while in use');
+  index.candidates(parseFilter({ b: 2 })!);
+  t.equal(passes, 4, 'b, dropped for c, is indexed again');
+});
 
 const backends = process.env.TEST_DATABASE_URL ? ['pglite', 'postgresql'] : ['pglite'];
 for (const backend of backends) {

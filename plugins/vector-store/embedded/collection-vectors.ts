@@ -7,7 +7,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { VectorHit } from '../../../src/plugins.js';
+import type { MetadataFilter } from '../../../src/search/filters/filter-types.js';
 import type { GraphThread, OutgoingRequest } from './graph-thread.js';
+import { MetadataValueIndex, type FilterCandidates } from './metadata-value-index.js';
 import { copyNormalised, RowBlock } from './row-block.js';
 import { TopKHits } from './top-k-hits.js';
 
@@ -50,6 +52,7 @@ interface Location {
 export class CollectionVectors {
   private readonly blockOfTenant = new Map<string | null, RowBlock>();
   private readonly locationOfKey = new Map<number, Location>();
+  private readonly metadataValues = new MetadataValueIndex(() => this.keysWithMetadata());
   private readonly graph: number;
   /** Set when a graph request failed: the graph may lack rows, so searches scan exactly until the next start rebuilds it. */
   private graphFailure: Error | undefined;
@@ -116,13 +119,16 @@ export class CollectionVectors {
       copyNormalised(vector.embedding, unitRow);
       const location = this.locationOfKey.get(vector.key);
       if (location && location.tenant === vector.tenant) {
+        this.metadataValues.removeRow(vector.key, location.block.metadataAt(location.slot));
         location.block.replace(location.slot, unitRow, vector.metadata);
+        this.metadataValues.addRow(vector.key, vector.metadata);
         continue;
       }
       if (location) this.removeRow(vector.key, location);
       const block = this.blockFor(vector.tenant);
       const slot = block.append(vector.key, unitRow, vector.metadata);
       this.locationOfKey.set(vector.key, { block, slot, tenant: vector.tenant });
+      this.metadataValues.addRow(vector.key, vector.metadata);
     }
     if (graph) this.watch(this.addToGraph([...lastOfKey.keys()]));
   }
@@ -231,6 +237,35 @@ export class CollectionVectors {
     return best.bestFirst();
   }
 
+  /**
+   * The rows that may pass the filter, from the index of metadata values (any tenant), or null
+   * when the filter has no equality it serves (metadata-value-index.ts).
+   */
+  filterCandidates(filter: MetadataFilter): FilterCandidates | null {
+    return this.metadataValues.candidates(filter);
+  }
+
+  private *keysWithMetadata(): Iterable<readonly [number, Record<string, unknown>]> {
+    for (const [key, { block, slot }] of this.locationOfKey) yield [key, block.metadataAt(slot)] as const;
+  }
+
+  /**
+   * Exact top-k among the listed keys held, narrowed to one tenant's rows (`tenant` given, null
+   * included) and by a metadata predicate when given.
+   */
+  exactSearchOfKeys(
+    unitQuery: Float32Array, topK: number, keys: Iterable<number>, tenant: string | null | undefined, allowedMetadata?: (metadata: Record<string, unknown>) => boolean,
+  ): VectorHit[] {
+    const best = new TopKHits(topK);
+    for (const key of keys) {
+      const location = this.locationOfKey.get(key);
+      if (location === undefined || (tenant !== undefined && location.tenant !== tenant)) continue;
+      if (allowedMetadata && !allowedMetadata(location.block.metadataAt(location.slot))) continue;
+      best.offer(key, location.block.similarityAt(unitQuery, location.slot));
+    }
+    return best.bestFirst();
+  }
+
   /** Up to `sampleSize` metadata objects, evenly spaced over one tenant's rows or over every row. */
   sampleMetadata(tenant: string | null | undefined, sampleSize: number): Array<Record<string, unknown>> {
     const blocks = tenant === undefined ? [...this.blockOfTenant.values()] : [this.blockOfTenant.get(tenant)].filter((block) => block !== undefined);
@@ -277,6 +312,7 @@ export class CollectionVectors {
   }
 
   private removeRow(key: number, location: Location): void {
+    this.metadataValues.removeRow(key, location.block.metadataAt(location.slot));
     const movedKey = location.block.removeAt(location.slot);
     if (movedKey !== undefined) this.locationOfKey.get(movedKey)!.slot = location.slot;
     if (location.block.size === 0) this.blockOfTenant.delete(location.tenant);

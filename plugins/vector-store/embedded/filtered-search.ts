@@ -3,6 +3,9 @@
  * always honoured exactly: no hit outside the allowed set, and topK hits whenever the allowed set
  * holds that many.
  *
+ * - A filter whose `$eq`/`$in` conditions the index of metadata values serves, with few enough
+ *   candidate rows (`indexedCandidatesScale`): only those rows are tested and scored, exactly, in
+ *   any scope; not tested when they are exactly the rows that pass.
  * - Unrestricted: exact below `exactSearchBelow` rows, else HNSW.
  * - Tenant only: the tenant's rows are contiguous, so up to `exactTenantScanMaxRows` they are
  *   scanned exactly in one SIMD pass, O(tenant size).
@@ -40,6 +43,15 @@ export interface SearchThresholds {
    * so at the top of the range perfect recall can cost ~4 ms; not changed on one run.
    */
   exactTenantScanMaxRows: number;
+  /**
+   * A filter the index of metadata values serves (metadata-value-index.ts) is answered from its
+   * candidate rows alone, tested and scored one by one (about 1 µs each), when there are at most
+   * this x sqrt(topK x collection rows) of them. Post-filtering the graph costs about topK / share
+   * of candidates, so the two cross where candidates^2 grows with topK x rows: at 100k rows near
+   * 2,000 candidates for top 10 and 5,000 for top 50 (bench/results/metadata-value-index.json),
+   * where the graph's recall was 0.93-0.99 and the candidates' exact.
+   */
+  indexedCandidatesScale: number;
   /** Rows whose metadata is tested to estimate a filter's selectivity before choosing. */
   selectivitySampleSize: number;
   /** First HNSW request when restricted: max(topK x this, topK x 2 / estimated share) candidates. */
@@ -50,6 +62,7 @@ export const defaultSearchThresholds: SearchThresholds = {
   exactSearchBelow: 5_000,
   exactScanMaxFraction: 0.01,
   exactTenantScanMaxRows: 20_000,
+  indexedCandidatesScale: 2.5,
   selectivitySampleSize: 1_000,
   oversampling: 4,
 };
@@ -67,19 +80,25 @@ export interface CollectionQuery {
 export async function searchCollectionVectors(vectors: CollectionVectors, query: CollectionQuery, thresholds: SearchThresholds): Promise<VectorHit[]> {
   const { topK, tenant, filter } = query;
   if (topK <= 0 || vectors.size === 0) return [];
-  if (query.keys) return exactListed(vectors, query, query.keys);
+  if (query.keys) return exactListed(vectors, query, new Set(query.keys));
+  const scopeRows = tenant === null ? vectors.size : vectors.tenantSize(tenant);
+  const candidates = filter === null ? null : vectors.filterCandidates(filter);
+  const indexedCandidatesMax = thresholds.indexedCandidatesScale * Math.sqrt(topK * vectors.size);
+  if (candidates !== null && candidates.keys.size <= indexedCandidatesMax && candidates.keys.size < scopeRows) {
+    return exactListed(vectors, query, candidates.keys, candidates.exact);
+  }
   if (!vectors.graphUsable) return exactAllowed(vectors, query);
   if (tenant === null && filter === null) {
     if (vectors.size < thresholds.exactSearchBelow) return exactAllowed(vectors, query);
     return approximateThenExact(vectors, query, vectors.size, thresholds);
   }
-  const scopeRows = tenant === null ? vectors.size : vectors.tenantSize(tenant);
   if (filter === null) {
     if (scopeRows <= thresholds.exactTenantScanMaxRows) return exactAllowed(vectors, query);
     return approximateThenExact(vectors, query, scopeRows, thresholds);
   }
   if (scopeRows < thresholds.exactSearchBelow) return exactAllowed(vectors, query);
-  const allowedEstimate = estimateAllowedRows(vectors, query, scopeRows, thresholds);
+  const sampled = estimateAllowedRows(vectors, query, scopeRows, thresholds);
+  const allowedEstimate = candidates === null ? sampled : Math.min(sampled, candidates.keys.size);
   if (allowedEstimate <= vectors.size * thresholds.exactScanMaxFraction) return exactAllowed(vectors, query);
   return approximateThenExact(vectors, query, allowedEstimate, thresholds);
 }
@@ -90,17 +109,10 @@ function exactAllowed(vectors: CollectionVectors, { unitQuery, topK, tenant, fil
   return vectors.exactSearch(unitQuery, topK, tenant ?? undefined, filterAllows);
 }
 
-/** Exact ranking of the listed keys that exist and pass the tenant and the filter. */
-function exactListed(vectors: CollectionVectors, { unitQuery, topK, tenant, filter }: CollectionQuery, keys: readonly number[]): VectorHit[] {
-  const hits: VectorHit[] = [];
-  for (const key of new Set(keys)) {
-    const metadata = vectors.metadataOf(key);
-    if (metadata === undefined) continue;
-    if (tenant !== null && vectors.tenantOf(key) !== tenant) continue;
-    if (filter !== null && !matchesFilter(filter, metadata)) continue;
-    hits.push({ key, score: vectors.similarity(unitQuery, key) });
-  }
-  return hits.sort(compareHits).slice(0, topK);
+/** Exact ranking of the listed keys that exist and pass the tenant and the filter (unless `filterHolds` for them all). */
+function exactListed(vectors: CollectionVectors, { unitQuery, topK, tenant, filter }: CollectionQuery, keys: Iterable<number>, filterHolds = false): VectorHit[] {
+  const filterAllows = filter === null || filterHolds ? undefined : (metadata: Record<string, unknown>) => matchesFilter(filter, metadata);
+  return vectors.exactSearchOfKeys(unitQuery, topK, keys, tenant ?? undefined, filterAllows);
 }
 
 /**

@@ -286,10 +286,12 @@ function groupByCollection(records: VectorRecord[]): Map<string, VectorRecord[]>
 
 /** Optional numeric overrides from the plugin config (the defaults are the measured choices). */
 function optionsFromConfig(config: Record<string, unknown>): EmbeddedVectorStoreOptions {
-  const read = (name: string): number | undefined => {
+  const read = (name: string, { zeroAllowed = false } = {}): number | undefined => {
     const value = config[name];
     if (value === undefined) return undefined;
-    if (typeof value !== 'number' || !(value > 0)) throw new UnprocessableError(`embedded vector store: ${name} must be a positive number`);
+    if (typeof value !== 'number' || !(value > 0 || (zeroAllowed && value === 0))) {
+      throw new UnprocessableError(`embedded vector store: ${name} must be a ${zeroAllowed ? 'non-negative' : 'positive'} number`);
+    }
     return value;
   };
   const pick = <T extends object>(entries: Array<[keyof T, number | undefined]>): Partial<T> =>
@@ -304,6 +306,8 @@ function optionsFromConfig(config: Record<string, unknown>): EmbeddedVectorStore
       ['exactSearchBelow', read('exactSearchBelow')],
       ['exactScanMaxFraction', read('exactScanMaxFraction')],
       ['exactTenantScanMaxRows', read('exactTenantScanMaxRows')],
+      // 0: never answer from the index of metadata values.
+      ['indexedCandidatesScale', read('indexedCandidatesScale', { zeroAllowed: true })],
       ['selectivitySampleSize', read('selectivitySampleSize')],
       ['oversampling', read('oversampling')],
     ]),
