@@ -28,10 +28,10 @@ t.test('equality filters are answered from the rows holding their values, throug
   await createTestCollection(app, admin, { name: 'shelves', dimension: DIMENSION });
   const random = seededRandom(20_261_129);
   const randomVector = () => Array.from({ length: DIMENSION }, () => random() * 2 - 1);
-  // kind: about 5 % of rows each, at random (evenly spaced samples see every value); batch: 50 rows each; tags: an array, one of 37 values; a nested field.
+  // kind: about 5 % of rows each, at random (evenly spaced samples see every value); batch: 50 rows each; sku: one a row; tags: an array, one of 37 values; a nested field.
   const rows = new Map<string, Row>();
   for (let n = 0; n < COUNT; n++) {
-    rows.set(`r${n}`, { embedding: randomVector(), metadata: { kind: Math.floor(random() * 20), batch: Math.floor(n / 50), tags: [`t${n % 37}`, 'all'], shelf: { aisle: `a${n % 4}` } } });
+    rows.set(`r${n}`, { embedding: randomVector(), metadata: { kind: Math.floor(random() * 20), batch: Math.floor(n / 50), tags: [`t${n % 37}`, 'all'], shelf: { aisle: `a${n % 4}` }, sku: `sku-${String(n).padStart(5, '0')}` } });
   }
   const upsert = async (ids: string[]) => {
     const vectors = ids.map((id) => ({ id, text: `item ${id}`, embedding: rows.get(id)!.embedding, metadata: rows.get(id)!.metadata }));
@@ -62,7 +62,7 @@ t.test('equality filters are answered from the rows holding their values, throug
     return results;
   };
 
-  // Each of these lets 5 % of the rows or more pass some part: without the index the store would
+  // Each of these lets 3 % of the rows or more pass some part: without the index the store would
   // search the graph and post-filter.
   await checkExact('{kind: 3}', { kind: 3 }, (metadata) => metadata.kind === 3);
   await checkExact('$in', { kind: { $in: [1, 8] } }, (metadata) => metadata.kind === 1 || metadata.kind === 8);
@@ -70,6 +70,8 @@ t.test('equality filters are answered from the rows holding their values, throug
   await checkExact('a nested field', { 'shelf.aisle': 'a2', kind: 4 }, (metadata) => metadata.shelf.aisle === 'a2' && metadata.kind === 4);
   await checkExact('$and with a range', { $and: [{ kind: 6 }, { batch: { $gte: 60 } }] }, (metadata) => metadata.kind === 6 && metadata.batch >= 60);
   await checkExact('$or of equalities', { $or: [{ batch: 3 }, { kind: 2 }] }, (metadata) => metadata.batch === 3 || metadata.kind === 2);
+  await checkExact('a range', { batch: { $gte: 60, $lt: 64 } }, (metadata) => metadata.batch >= 60 && metadata.batch < 64);
+  await checkExact('a range of strings', { sku: { $gte: 'sku-00100', $lt: 'sku-00400' } }, (metadata) => metadata.sku >= 'sku-00100' && metadata.sku < 'sku-00400');
   await checkExact('a value no row holds', { kind: 99 }, () => false);
   await checkExact('1 and "1" differ', { kind: '3' }, () => false);
 
@@ -93,5 +95,6 @@ t.test('equality filters are answered from the rows holding their values, throug
   const nowFive = await checkExact('{kind: 5} after writes', { kind: 5 }, (metadata) => metadata.kind === 5, target);
   t.ok(nowFive.slice(0, 18).every((result) => changed.includes(result.id) && !removed.includes(result.id)), 'the 18 rows that took kind 5 and stayed are found first, those removed are not');
   await checkExact('{kind: 3} after writes', { kind: 3 }, (metadata) => metadata.kind === 3, target);
+  await checkExact('a range after writes', { batch: { $lte: 3 } }, (metadata) => metadata.batch <= 3, target);
   await checkExact('an array element after writes', { tags: 't5' }, (metadata) => metadata.tags.includes('t5'), target);
 });

@@ -239,10 +239,10 @@ export class CollectionVectors {
 
   /**
    * The rows that may pass the filter, from the index of metadata values (any tenant), or null
-   * when the filter has no equality it serves (metadata-value-index.ts).
+   * when the filter has no condition it serves (metadata-value-index.ts).
    */
-  filterCandidates(filter: MetadataFilter): FilterCandidates | null {
-    return this.metadataValues.candidates(filter);
+  filterCandidates(filter: MetadataFilter, intersectAtMost?: number): FilterCandidates | null {
+    return this.metadataValues.candidates(filter, intersectAtMost);
   }
 
   private *keysWithMetadata(): Iterable<readonly [number, Record<string, unknown>]> {

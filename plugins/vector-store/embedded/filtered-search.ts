@@ -3,16 +3,17 @@
  * always honoured exactly: no hit outside the allowed set, and topK hits whenever the allowed set
  * holds that many.
  *
- * - A filter whose `$eq`/`$in` conditions the index of metadata values serves, with few enough
- *   candidate rows (`indexedCandidatesScale`): only those rows are tested and scored, exactly, in
- *   any scope; not tested when they are exactly the rows that pass.
+ * - A filter the index of metadata values serves (its `$eq`, `$in` and range conditions), with few
+ *   enough candidate rows (`indexedCandidatesScale`): only those rows are tested and scored,
+ *   exactly, in any scope; not tested when they are exactly the rows that pass.
  * - Unrestricted: exact below `exactSearchBelow` rows, else HNSW.
  * - Tenant only: the tenant's rows are contiguous, so up to `exactTenantScanMaxRows` they are
  *   scanned exactly in one SIMD pass, O(tenant size).
- * - With a filter: the filter is tested row by row over the scope (the tenant's rows, or all), so
- *   a scan costs O(scope). It is chosen for small scopes, and when the filter's estimated share of
- *   the collection is so small that post-filtering the graph would need too many candidates
- *   (about topK / share of them to find topK allowed ones).
+ * - With a filter: exact for small scopes, and when the filter's share of the collection (counted
+ *   by the index, else estimated from a sample) is so small that post-filtering the graph would need
+ *   too many candidates (about topK / share of them to find topK allowed ones). Exact means the
+ *   index's candidates when there are fewer of them than rows in the scope, else a scan testing the
+ *   filter row by row over the scope (the tenant's rows, or all), O(scope).
  * - Otherwise the graph is asked for oversampled candidates, post-filtered, growing x4 until topK
  *   allowed hits are found or the graph is exhausted; a short answer falls back to the exact scan.
  * - A graph that failed a write may lack rows: every search scans exactly until it is rebuilt.
@@ -20,6 +21,7 @@
 import type { MetadataFilter, VectorHit } from '../../../src/plugins.js';
 import { matchesFilter } from '../../../src/search/filters/match-filter.js';
 import type { CollectionVectors } from './collection-vectors.js';
+import type { FilterCandidates } from './metadata-value-index.js';
 import { compareHits } from './top-k-hits.js';
 
 /** Chosen from bench/results/vector-stores.json (100k 384-dim clustered vectors, 2 loaded cores). */
@@ -49,7 +51,7 @@ export interface SearchThresholds {
    * this x sqrt(topK x collection rows) of them. Post-filtering the graph costs about topK / share
    * of candidates, so the two cross where candidates^2 grows with topK x rows: at 100k rows near
    * 2,000 candidates for top 10 and 5,000 for top 50 (bench/results/metadata-value-index.json),
-   * where the graph's recall was 0.93-0.99 and the candidates' exact.
+   * where the graph's recall was 0.93-0.99 and the candidates' exact. 0: the index is not used.
    */
   indexedCandidatesScale: number;
   /** Rows whose metadata is tested to estimate a filter's selectivity before choosing. */
@@ -82,29 +84,35 @@ export async function searchCollectionVectors(vectors: CollectionVectors, query:
   if (topK <= 0 || vectors.size === 0) return [];
   if (query.keys) return exactListed(vectors, query, new Set(query.keys));
   const scopeRows = tenant === null ? vectors.size : vectors.tenantSize(tenant);
-  const candidates = filter === null ? null : vectors.filterCandidates(filter);
   const indexedCandidatesMax = thresholds.indexedCandidatesScale * Math.sqrt(topK * vectors.size);
-  if (candidates !== null && candidates.keys.size <= indexedCandidatesMax && candidates.keys.size < scopeRows) {
-    return exactListed(vectors, query, candidates.keys, candidates.exact);
-  }
-  if (!vectors.graphUsable) return exactAllowed(vectors, query);
+  // A scale of 0 turns the index off (a configuration to compare against).
+  const candidates = filter === null || indexedCandidatesMax === 0 ? null : vectors.filterCandidates(filter, indexedCandidatesMax);
+  // Fewer candidates than the scope's rows: scoring them beats an exact scan of the scope, which
+  // tests the filter on every row and scores those that pass.
+  const scanned = candidates !== null && candidates.size < scopeRows ? candidates : null;
+  if (scanned !== null && scanned.size <= indexedCandidatesMax) return exactListed(vectors, query, scanned.keys(), scanned.exact);
+  if (!vectors.graphUsable) return exactAllowed(vectors, query, scanned);
   if (tenant === null && filter === null) {
-    if (vectors.size < thresholds.exactSearchBelow) return exactAllowed(vectors, query);
-    return approximateThenExact(vectors, query, vectors.size, thresholds);
+    if (vectors.size < thresholds.exactSearchBelow) return exactAllowed(vectors, query, null);
+    return approximateThenExact(vectors, query, vectors.size, thresholds, null);
   }
   if (filter === null) {
-    if (scopeRows <= thresholds.exactTenantScanMaxRows) return exactAllowed(vectors, query);
-    return approximateThenExact(vectors, query, scopeRows, thresholds);
+    if (scopeRows <= thresholds.exactTenantScanMaxRows) return exactAllowed(vectors, query, null);
+    return approximateThenExact(vectors, query, scopeRows, thresholds, null);
   }
-  if (scopeRows < thresholds.exactSearchBelow) return exactAllowed(vectors, query);
-  const sampled = estimateAllowedRows(vectors, query, scopeRows, thresholds);
-  const allowedEstimate = candidates === null ? sampled : Math.min(sampled, candidates.keys.size);
-  if (allowedEstimate <= vectors.size * thresholds.exactScanMaxFraction) return exactAllowed(vectors, query);
-  return approximateThenExact(vectors, query, allowedEstimate, thresholds);
+  if (scopeRows < thresholds.exactSearchBelow) return exactAllowed(vectors, query, scanned);
+  const allowedEstimate = candidates?.exact ? candidates.size : Math.min(estimateAllowedRows(vectors, query, scopeRows, thresholds), candidates?.size ?? scopeRows);
+  if (allowedEstimate <= vectors.size * thresholds.exactScanMaxFraction) return exactAllowed(vectors, query, scanned);
+  return approximateThenExact(vectors, query, allowedEstimate, thresholds, scanned);
 }
 
-/** Exact scan of the allowed rows: the tenant's block when there is a tenant, else every row. */
-function exactAllowed(vectors: CollectionVectors, { unitQuery, topK, tenant, filter }: CollectionQuery): VectorHit[] {
+/**
+ * Exact top-k of the allowed rows: the index's candidates when there are any, else a scan of the
+ * tenant's block when there is a tenant, or of every row.
+ */
+function exactAllowed(vectors: CollectionVectors, query: CollectionQuery, candidates: FilterCandidates | null): VectorHit[] {
+  if (candidates !== null) return exactListed(vectors, query, candidates.keys(), candidates.exact);
+  const { unitQuery, topK, tenant, filter } = query;
   const filterAllows = filter === null ? undefined : (metadata: Record<string, unknown>) => matchesFilter(filter, metadata);
   return vectors.exactSearch(unitQuery, topK, tenant ?? undefined, filterAllows);
 }
@@ -126,7 +134,10 @@ function estimateAllowedRows(vectors: CollectionVectors, { tenant, filter }: Col
   return Math.round((matched / sample.length) * scopeRows);
 }
 
-async function approximateThenExact(vectors: CollectionVectors, query: CollectionQuery, allowedEstimate: number, thresholds: SearchThresholds): Promise<VectorHit[]> {
+/** `candidates`: the index's, for the exact answer when the graph cannot give one. */
+async function approximateThenExact(
+  vectors: CollectionVectors, query: CollectionQuery, allowedEstimate: number, thresholds: SearchThresholds, candidates: FilterCandidates | null,
+): Promise<VectorHit[]> {
   const { unitQuery, topK, tenant, filter } = query;
   const isAllowed = (key: number): boolean =>
     (tenant === null || vectors.tenantOf(key) === tenant) && (filter === null || matchesFilter(filter, vectors.metadataOf(key)!));
@@ -146,6 +157,6 @@ async function approximateThenExact(vectors: CollectionVectors, query: Collectio
     requested = Math.min(vectors.size, requested * thresholds.oversampling);
   }
   // The graph failed, rows are unreachable in it (rare, after many removals), or a filter is far
-  // more selective than its sample suggested: the exact scan answers correctly.
-  return exactAllowed(vectors, query);
+  // more selective than its sample suggested: the exact search (candidates or scan) answers correctly.
+  return exactAllowed(vectors, query, candidates);
 }

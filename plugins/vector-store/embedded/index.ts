@@ -306,7 +306,7 @@ function optionsFromConfig(config: Record<string, unknown>): EmbeddedVectorStore
       ['exactSearchBelow', read('exactSearchBelow')],
       ['exactScanMaxFraction', read('exactScanMaxFraction')],
       ['exactTenantScanMaxRows', read('exactTenantScanMaxRows')],
-      // 0: never answer from the index of metadata values.
+      // 0: the index of metadata values is not used.
       ['indexedCandidatesScale', read('indexedCandidatesScale', { zeroAllowed: true })],
       ['selectivitySampleSize', read('selectivitySampleSize')],
       ['oversampling', read('oversampling')],
