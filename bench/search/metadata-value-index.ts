@@ -4,7 +4,10 @@
  * and recall of answering from the index's candidate rows against the exact scan and the HNSW graph
  * with post-filtering (what the store chose before the index), at top 10 and top 50 (hybrid's vector
  * list is 50 deep). It chose `indexedCandidatesScale`. Also: the first filter on a path (indexing it),
- * and what keeping one path indexed adds to a write.
+ * and what keeping one path indexed adds to a write. `before_the_index` is the store with the index
+ * off: its sample of evenly spaced rows sees every tenth bucket only here (bucket = row % 1000), so
+ * its estimates of these filters are off by up to 10x; compare with `exact_scan` and
+ * `hnsw_post_filter`.
  *
  * Usage: npx tsx bench/search/metadata-value-index.ts [--rows 100000] [--queries 50]
  * Writes bench/results/metadata-value-index.json.

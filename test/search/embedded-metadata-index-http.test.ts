@@ -1,8 +1,8 @@
 /**
- * Semantic queries with equality filters through the API on a collection above the embedded store's
- * exact-search threshold: the index of metadata values (metadata-value-index.ts) answers them from
- * the rows holding the filter's values, exactly and without asking the graph, also after rows are
- * replaced with other metadata and removed. Embedded store only (PostgreSQL runs pgvector, whose
+ * Semantic queries with equality and range filters through the API on a collection above the
+ * embedded store's exact-search threshold: the index of metadata values (metadata-value-index.ts)
+ * answers them from the rows holding the filter's values, exactly and without asking the graph, also
+ * after rows are replaced with other metadata and removed. Embedded store only (PostgreSQL runs pgvector, whose
  * index is migration 0018's).
  */
 import t from 'tap';
@@ -23,12 +23,13 @@ interface Row {
   metadata: Record<string, unknown>;
 }
 
-t.test('equality filters are answered from the rows holding their values, through writes', async (t) => {
+t.test('equality and range filters are answered from the rows holding their values, through writes', async (t) => {
   const { app, services, admin } = await adminTestApp(t, 'pglite');
   await createTestCollection(app, admin, { name: 'shelves', dimension: DIMENSION });
   const random = seededRandom(20_261_129);
   const randomVector = () => Array.from({ length: DIMENSION }, () => random() * 2 - 1);
-  // kind: about 5 % of rows each, at random (evenly spaced samples see every value); batch: 50 rows each; sku: one a row; tags: an array, one of 37 values; a nested field.
+  // kind: about 5 % of rows each, at random (evenly spaced samples see every value); batch: 50 rows
+  // each; tags: an array, one of 37 values; a nested field; sku: one a row.
   const rows = new Map<string, Row>();
   for (let n = 0; n < COUNT; n++) {
     rows.set(`r${n}`, { embedding: randomVector(), metadata: { kind: Math.floor(random() * 20), batch: Math.floor(n / 50), tags: [`t${n % 37}`, 'all'], shelf: { aisle: `a${n % 4}` }, sku: `sku-${String(n).padStart(5, '0')}` } });

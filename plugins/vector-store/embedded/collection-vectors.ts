@@ -35,7 +35,11 @@ export interface AnnSettings {
  */
 export const defaultAnnSettings: AnnSettings = { connectivity: 16, expansionAdd: 64, expansionSearch: 128, quantization: 'f16' };
 
-/** A row to store: the embedding is copied and normalised, the caller's array is left alone. */
+/**
+ * A row to store: the embedding is copied and normalised, the caller's array is left alone. The
+ * metadata object is kept as given and must not change afterwards: the index of metadata values
+ * reads it again to forget the row's values when the row is replaced or removed.
+ */
 export interface StoredVector {
   key: number;
   embedding: Float32Array;
