@@ -178,6 +178,26 @@ t.test('the embedded store\'s index of metadata values agrees with matchesFilter
   t.equal(check('rows back'), served);
 });
 
+t.test('the index of metadata values follows a value from one row to several and back', async (t) => {
+  const held = new Map<number, Record<string, unknown>>([[10, { v: 'a', n: 3 }], [20, { v: 'b', n: 5 }]]);
+  const index = new MetadataValueIndex(() => held.entries());
+  const keysOf = (raw: Record<string, unknown>) => [...index.candidates(parseFilter(raw)!)!.keys()].sort((left, right) => left - right);
+  t.same(keysOf({ v: 'a' }), [10]);
+  t.same(keysOf({ n: { $gte: 3 } }), [10, 20]);
+  held.set(30, { v: 'a', n: 3 });
+  index.addRow(30, held.get(30)!);
+  t.same(keysOf({ v: 'a' }), [10, 30], 'a second row with the value');
+  t.equal(index.candidates(parseFilter({ v: 'a' })!)!.size, 2);
+  index.removeRow(10, held.get(10)!);
+  held.delete(10);
+  t.same(keysOf({ v: 'a' }), [30], 'one row left');
+  t.same(keysOf({ n: { $lte: 3 } }), [30]);
+  index.removeRow(30, held.get(30)!);
+  held.delete(30);
+  t.same(keysOf({ v: 'a' }), [], 'none left');
+  t.same(keysOf({ n: { $lt: 10 } }), [20], 'the value 3 is gone from the ordered values');
+});
+
 t.test('the index of metadata values keeps the paths asked about last', async (t) => {
   const held = new Map([[1, { a: 1, b: 2, c: 3 }]]);
   let passes = 0;

@@ -8,8 +8,15 @@
 import type { FilterScalar } from '../../../src/search/filters/filter-types.js';
 import { compareCodePoints, valueAtPath } from '../../../src/search/filters/match-filter.js';
 
-/** Row keys by value; a Map's SameValueZero keeps 1 and "1" apart, 0 and -0 together, as JSON equality does. */
-type KeysByValue = Map<FilterScalar, Set<number>>;
+/**
+ * The rows holding a value: one row's key alone, a set from two rows on. A value held by a single
+ * row (an id, a timestamp) then costs a map entry, not a set: a path of unique values took 198 bytes
+ * a row with a set each.
+ */
+type RowsOfValue = number | Set<number>;
+
+/** Rows by value; a Map's SameValueZero keeps 1 and "1" apart, 0 and -0 together, as JSON equality does. */
+type KeysByValue = Map<FilterScalar, RowsOfValue>;
 
 /** Some rows, counted before they are gathered: a plan may be dropped for having too many. */
 export interface KeysPlan {
@@ -43,14 +50,9 @@ export class PathValues {
   addRow(key: number, metadata: Record<string, unknown>): void {
     const value = valueAtPath(metadata, this.path);
     if (Array.isArray(value)) {
-      for (const element of value) if (isScalar(element)) keysFor(this.keysByElement, element).add(key);
-    } else if (isScalar(value)) {
-      let keys = this.keysByValue.get(value);
-      if (!keys) {
-        this.keysByValue.set(value, (keys = new Set()));
-        this.changeOrdered(value, 'insert');
-      }
-      keys.add(key);
+      for (const element of value) if (isScalar(element)) addKey(this.keysByElement, element, key);
+    } else if (isScalar(value) && addKey(this.keysByValue, value, key)) {
+      this.changeOrdered(value, 'insert');
     }
   }
 
@@ -66,8 +68,7 @@ export class PathValues {
 
   /** Rows holding one of the scalars, as a value or an array element (`$eq`, `$in`). */
   equalTo(scalars: readonly FilterScalar[]): KeysPlan {
-    const sets = scalars.flatMap((scalar) => [this.keysByValue.get(scalar), this.keysByElement.get(scalar)]).filter((keys) => keys !== undefined);
-    return planOf(sets);
+    return planOf(scalars.flatMap((scalar) => [this.keysByValue.get(scalar), this.keysByElement.get(scalar)]).filter((rows) => rows !== undefined));
   }
 
   /**
@@ -81,9 +82,9 @@ export class PathValues {
     // The first value inside the lower bound, and the first past the upper one.
     const start = lower ? lowerBound(ordered, (value) => (lower.inclusive ? compare(value, lower.value) >= 0 : compare(value, lower.value) > 0)) : 0;
     const end = upper ? lowerBound(ordered, (value) => (upper.inclusive ? compare(value, upper.value) > 0 : compare(value, upper.value) >= 0)) : ordered.length;
-    const sets: Array<Set<number>> = [];
-    for (let position = start; position < end; position++) sets.push(this.keysByValue.get(ordered[position]!)!);
-    return planOf(sets);
+    const held: RowsOfValue[] = [];
+    for (let position = start; position < end; position++) held.push(this.keysByValue.get(ordered[position]!)!);
+    return planOf(held);
   }
 
   private changeOrdered(value: FilterScalar, change: 'insert' | 'remove'): void {
@@ -96,18 +97,27 @@ function isScalar(value: unknown): value is FilterScalar {
   return value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
 }
 
-function keysFor(keysByValue: KeysByValue, value: FilterScalar): Set<number> {
-  let keys = keysByValue.get(value);
-  if (!keys) keysByValue.set(value, (keys = new Set()));
-  return keys;
+/** Adds the key; true when the value was held by no row before. */
+function addKey(keysByValue: KeysByValue, value: FilterScalar, key: number): boolean {
+  const rows = keysByValue.get(value);
+  if (rows === undefined) keysByValue.set(value, key);
+  else if (typeof rows !== 'number') rows.add(key);
+  else if (rows !== key) keysByValue.set(value, new Set([rows, key]));
+  return rows === undefined;
 }
 
 /** Removes the key; true when that left the value with no rows (and so removed the value). */
 function removeKey(keysByValue: KeysByValue, value: FilterScalar, key: number): boolean {
-  const keys = keysByValue.get(value);
-  if (!keys || !keys.delete(key) || keys.size > 0) return false;
-  keysByValue.delete(value);
-  return true;
+  const rows = keysByValue.get(value);
+  if (typeof rows === 'number') {
+    if (rows !== key) return false;
+    keysByValue.delete(value);
+    return true;
+  }
+  if (rows === undefined || !rows.delete(key)) return false;
+  // Down to one row: its key alone again.
+  if (rows.size === 1) keysByValue.set(value, rows.values().next().value!);
+  return false;
 }
 
 /** The first position whose value satisfies `isPast` (false, then true, along the array). */
@@ -128,12 +138,16 @@ function changeSorted<T>(sorted: T[], value: T, compare: (left: T, right: T) => 
   else if (position < sorted.length && compare(sorted[position]!, value) === 0) sorted.splice(position, 1);
 }
 
-function planOf(sets: ReadonlyArray<ReadonlySet<number>>): KeysPlan {
-  return { size: sets.reduce((sum, keys) => sum + keys.size, 0), keys: () => union(sets) };
+/** The rows of the values, counted now and gathered when asked for (a single set is the index's own). */
+function planOf(held: readonly RowsOfValue[]): KeysPlan {
+  return {
+    size: held.reduce<number>((sum, rows) => sum + (typeof rows === 'number' ? 1 : rows.size), 0),
+    keys: () => (held.length === 1 && typeof held[0] !== 'number' ? held[0]! : union(held.map((rows) => (typeof rows === 'number' ? [rows] : rows)))),
+  };
 }
 
-export function union(parts: ReadonlyArray<ReadonlySet<number>>): ReadonlySet<number> {
-  if (parts.length === 1) return parts[0]!;
+export function union(parts: ReadonlyArray<Iterable<number>>): ReadonlySet<number> {
+  if (parts.length === 1 && parts[0] instanceof Set) return parts[0];
   const keys = new Set<number>();
   for (const part of parts) for (const key of part) keys.add(key);
   return keys;
