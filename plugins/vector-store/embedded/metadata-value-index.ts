@@ -18,7 +18,7 @@
  * condition too many rows pass costs no more than counting them.
  */
 import type { ComparisonOperator, FieldCondition, MetadataFilter } from '../../../src/search/filters/filter-types.js';
-import { compareCodePoints, integerSegment } from '../../../src/search/filters/match-filter.js';
+import { compareCodePoints, isPathOfObjectKeys } from '../../../src/search/filters/match-filter.js';
 import { PathValues, union, type Bound, type Interval, type KeysPlan } from './path-values.js';
 
 export interface FilterCandidates extends KeysPlan {
@@ -76,7 +76,7 @@ export class MetadataValueIndex {
         return null;
       case 'field': {
         const { path, condition } = filter;
-        if (path.some((segment) => integerSegment.test(segment))) return null;
+        if (!isPathOfObjectKeys(path)) return null;
         switch (condition.operator) {
           case '$eq':
             return { ...this.valuesAt(path).equalTo([condition.value]), exact: true };
@@ -133,7 +133,7 @@ function intervalsOfRanges(parts: readonly MetadataFilter[]): { intervals: Array
   const intervals = new Map<string, { path: readonly string[]; interval: Interval }>();
   const others: MetadataFilter[] = [];
   for (const part of parts) {
-    if (part.kind !== 'field' || !isComparison(part.condition) || part.path.some((segment) => integerSegment.test(segment))) {
+    if (part.kind !== 'field' || !isComparison(part.condition) || !isPathOfObjectKeys(part.path)) {
       others.push(part);
       continue;
     }

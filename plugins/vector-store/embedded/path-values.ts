@@ -48,21 +48,22 @@ export class PathValues {
   constructor(readonly path: readonly string[]) {}
 
   addRow(key: number, metadata: Record<string, unknown>): void {
-    const value = valueAtPath(metadata, this.path);
-    if (Array.isArray(value)) {
-      for (const element of value) if (isScalar(element)) addKey(this.keysByElement, element, key);
-    } else if (isScalar(value) && addKey(this.keysByValue, value, key)) {
-      this.changeOrdered(value, 'insert');
-    }
+    this.changeRow(key, metadata, 'insert');
   }
 
   /** Forgets a row; `metadata` is what it held. */
   removeRow(key: number, metadata: Record<string, unknown>): void {
+    this.changeRow(key, metadata, 'remove');
+  }
+
+  private changeRow(key: number, metadata: Record<string, unknown>, change: 'insert' | 'remove'): void {
+    // Both report whether the value came to be held, or stopped being held, by any row.
+    const changeKey = change === 'insert' ? addKey : removeKey;
     const value = valueAtPath(metadata, this.path);
     if (Array.isArray(value)) {
-      for (const element of value) if (isScalar(element)) removeKey(this.keysByElement, element, key);
-    } else if (isScalar(value) && removeKey(this.keysByValue, value, key)) {
-      this.changeOrdered(value, 'remove');
+      for (const element of value) if (isScalar(element)) changeKey(this.keysByElement, element, key);
+    } else if (isScalar(value) && changeKey(this.keysByValue, value, key)) {
+      this.changeOrdered(value, change);
     }
   }
 

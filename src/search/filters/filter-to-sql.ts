@@ -8,7 +8,7 @@
  * which `coalesce` or `case` turns into false), so `not (...)` negates exactly as JavaScript's `!`.
  */
 import type { ComparisonOperator, FieldFilter, MetadataFilter } from './filter-types.js';
-import { integerSegment } from './match-filter.js';
+import { isPathOfObjectKeys } from './match-filter.js';
 
 export interface SqlFragment {
   sql: string;
@@ -46,7 +46,7 @@ function nestedAtPath(path: readonly string[], value: unknown): string {
  * Equivalent: on a path of object keys, `(column #> path) @> scalar` holds when the value there is
  * the scalar or an array holding it; `{path: scalar}` contains the first, `{path: [scalar]}` the
  * second (a nested array does not contain a bare scalar). A segment that reads as an integer may
- * pick an array element (`integerSegment`), which containment cannot express, so such a path gets
+ * pick an array element (`isPathOfObjectKeys`), which containment cannot express, so such a path gets
  * no condition. In jsonb_path_ops both forms hash to the same entry, so each value's entry is read
  * twice, and the bitmap of rows merges the two.
  */
@@ -70,7 +70,7 @@ function renderContainment(filter: MetadataFilter, column: string, params: unkno
       return null;
     case 'field': {
       const { path, condition } = filter;
-      if (path.some((segment) => integerSegment.test(segment))) return null;
+      if (!isPathOfObjectKeys(path)) return null;
       const scalars = condition.operator === '$eq' ? [condition.value] : condition.operator === '$in' ? condition.values : [];
       if (scalars.length === 0) return null;
       params.push(scalars.flatMap((scalar) => [nestedAtPath(path, scalar), nestedAtPath(path, [scalar])]));

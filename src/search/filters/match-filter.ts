@@ -34,7 +34,16 @@ const int32Max = 2_147_483_647;
  * A path segment that picks an array element, as C's strtol accepts it whole: optional blanks
  * (isspace), an optional sign, digits.
  */
-export const integerSegment = /^[ \t\n\v\f\r]*[+-]?[0-9]+$/;
+const integerSegment = /^[ \t\n\v\f\r]*[+-]?[0-9]+$/;
+
+/**
+ * Whether every segment of the path can only be an object key: none reads as an integer, which
+ * could pick an array element. Indexes of values (jsonb containment, the embedded store's index)
+ * can answer for such a path only.
+ */
+export function isPathOfObjectKeys(path: readonly string[]): boolean {
+  return !path.some((segment) => integerSegment.test(segment));
+}
 
 /** The element index a path segment selects in an array of `length`, as jsonb `#>` decides it. */
 function arrayIndex(segment: string, length: number): number | undefined {
