@@ -67,6 +67,8 @@ export interface Config {
   postgresUpkeepIntervalMs: number;
   /** How often the SQL keyword index packs changed terms' postings (keyword-posting-packer.ts); 0: never. */
   keywordPackIntervalMs: number;
+  /** On PostgreSQL, how many range indexes over chunk metadata a collection may get (metadata-range-indexes.ts); 0: none. */
+  metadataRangeIndexesPerCollection: number;
   /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
   fileStore: 'local' | 's3';
   s3: S3StoreConfig;
@@ -219,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedVacuumIntervalMs: integer(env, 'EMBEDDED_VACUUM_INTERVAL_S', 60) * 1000,
     postgresUpkeepIntervalMs: integer(env, 'POSTGRES_UPKEEP_INTERVAL_S', 60) * 1000,
     keywordPackIntervalMs: integer(env, 'KEYWORD_PACK_INTERVAL_S', 30) * 1000,
+    metadataRangeIndexesPerCollection: integer(env, 'METADATA_RANGE_INDEXES', 8),
     fileStore,
     s3: {
       endpoint: optional(env, 'S3_ENDPOINT'),

@@ -42,6 +42,7 @@ import { SettingsService } from './settings/settings.service.js';
 import { storeElementImages } from './documents/element-files.js';
 import { ImageCaptioner } from './documents/image-captioner.js';
 import { createFileStore } from './storage/create-file-store.js';
+import { PostgresMetadataRangeIndexes } from './search/metadata-range-indexes.js';
 import type { FileStore } from './storage/file-store.js';
 import { DiskSpaceGuard, type FreeSpaceReader } from './storage/disk-space.js';
 
@@ -119,6 +120,10 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const indexes: SearchIndexes = {
     vectorStore: plugins.create('vector-store', config.vectorStore, vectorStoreOptions(config), { sql, stateDirectory: path.join(config.dataDir, 'vector-store'), logger: logger.child({ component: 'vector-store' }) }),
     keywordIndex: config.keywordIndex === 'memory' ? createMemoryKeywordIndex(sql) : createSqlKeywordIndex(sql),
+    // The embedded database's vector store keeps an index of metadata values of its own.
+    rangeIndexes: db.kind === 'postgresql'
+      ? new PostgresMetadataRangeIndexes(sql, logger.child({ component: 'range-indexes' }), { maxPerCollection: config.metadataRangeIndexesPerCollection })
+      : undefined,
   };
   const remoteCalls = {
     timeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries, concurrency: config.providerConcurrency, queryTimeoutMs: config.providerQueryTimeoutMs,
@@ -216,7 +221,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
         () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), () => keywordPacker.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
-        () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
+        async () => indexes.rangeIndexes?.close(), () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
       ]), 'shutdown steps of the services');
     },
   };

@@ -84,6 +84,13 @@ export const CollectionStatsView = Type.Object({
   dimension: Type.Integer(),
   storage_bytes: Type.Integer({ description: 'the sum of `storage`' }),
   storage: StorageBytes,
+  range_indexes: Type.Array(Type.Object({
+    field: Type.String(),
+    type: Type.Union([Type.Literal('number'), Type.Literal('string')], { description: 'the type of bound the index serves' }),
+    state: Type.Union([Type.Literal('ready'), Type.Literal('building'), Type.Literal('failed')]),
+  }, { additionalProperties: false }), {
+    description: 'on PostgreSQL, the indexes over chunk metadata made for the collection\'s range filters (METADATA_RANGE_INDEXES); always empty on the embedded database, whose vector store indexes metadata values in memory',
+  }),
   embedding: Type.Object({ provider: Type.String(), model: Type.String(), ...EmbeddingUsage }, { additionalProperties: false }),
 }, { additionalProperties: false });
 

@@ -1,8 +1,9 @@
 import type { CollectionRecord } from '../db/entities/index.js';
 import { documentCountsByStatus } from '../documents/documents.service.js';
-import type { SqlRunner, VectorStore } from '../plugins.js';
+import type { SqlRunner } from '../plugins.js';
+import type { SearchIndexes } from '../search/search-indexes.js';
 
-export async function collectionStats(sql: SqlRunner, vectorStore: VectorStore, collection: CollectionRecord) {
+export async function collectionStats(sql: SqlRunner, indexes: SearchIndexes, collection: CollectionRecord) {
   const byStatus = await documentCountsByStatus(sql, collection.id);
   const [documents] = await sql<{ files: string | number | null }>('select coalesce(sum(size_bytes), 0) as files from documents where collection_id = ?', [collection.id]);
   const [chunks] = await sql<{ chunks: string | number; raw: string | number; text_bytes: string | number | null }>(
@@ -14,7 +15,8 @@ export async function collectionStats(sql: SqlRunner, vectorStore: VectorStore, 
     `select count(*) as documents, min(provider_unavailable_since) as since, (array_agg(last_error order by updated_at desc))[1] as error
      from jobs where collection_id = ? and status = 'queued' and provider_unavailable_since is not null`, [collection.id],
   );
-  const vectors = await vectorStore.count(collection.id);
+  const vectors = await indexes.vectorStore.count(collection.id);
+  const rangeIndexes = await indexes.rangeIndexes?.describe(collection.id) ?? [];
   const fileBytes = Number(documents?.files ?? 0);
   const textBytes = Number(chunks?.text_bytes ?? 0);
   const vectorBytes = vectors * collection.dimension * 4;
@@ -33,6 +35,7 @@ export async function collectionStats(sql: SqlRunner, vectorStore: VectorStore, 
     dimension: collection.dimension,
     storage_bytes: fileBytes + textBytes + vectorBytes,
     storage: { files_bytes: fileBytes, chunk_text_bytes: textBytes, vector_bytes: vectorBytes },
+    range_indexes: rangeIndexes,
   };
 }
 

@@ -60,7 +60,7 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
   app.get('/v1/collections/:name/stats', { config: { ...scope('collection:read'), openapi: { response: CollectionStatsView } }, schema: { tags, summary: 'Documents by status, chunks, vectors, storage bytes and embedding usage', params: NameParams } }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const embedding = { provider: collection.embeddingProvider, model: collection.embeddingModel, ...await services.embeddingUsage.forCollection(collection.id) };
-    return { ...await collectionStats(services.sql, services.indexes.vectorStore, collection), embedding };
+    return { ...await collectionStats(services.sql, services.indexes, collection), embedding };
   });
 
   app.get('/v1/collections/:name/analytics', { config: { ...scope('collection:read'), openapi: { response: CollectionAnalyticsView } }, schema: { tags, summary: 'Queries per day, top queries, average latency and zero-result queries over window_days', params: NameParams, querystring: WindowQuery } }, async (request) => {

@@ -57,6 +57,7 @@ export interface QueryResult {
 
 export interface QueryTimings {
   scope_ms?: number;
+  range_index_ms?: number;
   embedding_ms?: number;
   semantic_ms?: number;
   keyword_ms?: number;
@@ -224,6 +225,15 @@ export async function queryCollection(runtime: QueryRuntime, collection: Collect
   const passing = (ranked: RankedHit[]) => (reranking ? ranked : ranked.filter((hit) => hit.score >= minScore));
 
   let depth = mode === 'hybrid' ? Math.max(candidates * 2, MIN_FUSION_DEPTH) : candidates;
+  const rangeIndexes = runtime.indexes.rangeIndexes;
+  if (filter && !keys && rangeIndexes) {
+    // Few enough chunks in the filter's ranges: each list ranks just them, exactly.
+    const [inRange, rangeMs] = await timed(() => rangeIndexes.candidateKeys(collection.id, filter, tenant, depth));
+    if (inRange) {
+      keys = inRange;
+      timings.range_index_ms = roundMilliseconds(rangeMs);
+    }
+  }
   let { ranked, exhausted } = await rankAtDepth(depth);
   let eligible = passing(ranked);
   const perDocument = input.max_per_document;

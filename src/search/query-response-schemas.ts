@@ -72,6 +72,9 @@ const DocumentsNotReady = Type.Array(Type.Pick(DocumentView, ['id', 'status', 'p
 /** What each stage took; a stage that did not run is absent. */
 const StageTimings = Type.Object({
   scope_ms: Type.Optional(Type.Number({ description: 'finding the chunks of document_ids' })),
+  range_index_ms: Type.Optional(Type.Number({
+    description: 'on PostgreSQL, with a range filter: reading the chunks in range from the collection\'s range indexes, present when they were few enough to be ranked by themselves (METADATA_RANGE_INDEXES)',
+  })),
   embedding_ms: Type.Optional(Type.Number()),
   semantic_ms: Type.Optional(Type.Number()),
   keyword_ms: Type.Optional(Type.Number()),

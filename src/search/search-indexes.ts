@@ -1,11 +1,16 @@
 import type { CollectionRecord } from '../db/entities/index.js';
 import type { SqlRunner, VectorStore } from '../plugins.js';
 import type { KeywordIndex } from './keyword/keyword-index.js';
+import type { MetadataRangeIndexes } from './metadata-range-indexes.js';
 
-/** The two indexes every collection has: vectors (semantic) and BM25 postings (keyword). */
+/**
+ * The two indexes every collection has: vectors (semantic) and BM25 postings (keyword); on
+ * PostgreSQL, the range indexes over chunk metadata its range filters asked for.
+ */
 export interface SearchIndexes {
   vectorStore: VectorStore;
   keywordIndex: KeywordIndex;
+  rangeIndexes?: MetadataRangeIndexes | undefined;
 }
 
 /**
@@ -27,6 +32,7 @@ export async function prepareIndexesOfLiveCollection(sql: SqlRunner, indexes: Se
 export async function dropCollectionIndexes(indexes: SearchIndexes, collection: Pick<CollectionRecord, 'id'>): Promise<void> {
   await indexes.keywordIndex.dropCollection(collection.id);
   await indexes.vectorStore.dropCollection(collection.id);
+  await indexes.rangeIndexes?.dropCollection(collection.id);
 }
 
 export async function removeFromIndexes(indexes: SearchIndexes, collectionId: string, keys: number[]): Promise<void> {
