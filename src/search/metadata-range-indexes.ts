@@ -9,10 +9,11 @@
  * metadata holds, and indexing every field of every chunk would tax every write, so an index is made
  * when a range first asks for it, like the embedded store's index of values.
  *
- * - One partial index a field and value type: `on chunks (<expression>) include (key, tenant) where
- *   collection_id = '<id>'` (range-scope.ts writes the expression), built with `create index
- *   concurrently` in the background, one at a time, so neither writes nor queries wait for it. Queries
- *   go on as before until it is valid. At most `maxPerCollection` a collection.
+ * - One partial index a field and value type: `on chunks (<expression>) where collection_id = '<id>'`
+ *   (range-scope.ts writes the expression), built with `create index concurrently` in the
+ *   background, one at a time, so neither writes nor queries wait for it. Queries go on as before
+ *   until it is valid. At most `maxPerCollection` a collection. (No `include (key)`: PostgreSQL
+ *   scans an expression index index-only only when the expression's column is in it as well.)
  * - With every index a range needs in place, `candidateKeys` reads the chunks in range from them,
  *   up to a limit that grows with the square root of topK x the collection's chunks, as the embedded
  *   store's `indexedCandidatesScale` does. When they are that few, the query ranks just them (the
@@ -50,17 +51,9 @@ export interface MetadataRangeIndexes {
   candidateKeys(collectionId: string, filter: MetadataFilter, tenant: string | null, depth: number): Promise<number[] | null>;
   describe(collectionId: string): Promise<RangeIndexState[]>;
   dropCollection(collectionId: string): Promise<void>;
-  /** Waits for the build under way, if any. */
+  /** Stops building: a build under way is cancelled. */
   close(): Promise<void>;
 }
-
-/** The embedded database: its vector store has an index of metadata values of its own. */
-export const noMetadataRangeIndexes: MetadataRangeIndexes = {
-  candidateKeys: async () => null,
-  describe: async () => [],
-  dropCollection: async () => {},
-  close: async () => {},
-};
 
 export interface MetadataRangeIndexOptions {
   /** Indexes a collection may have; 0 makes none. */
@@ -260,7 +253,7 @@ export class PostgresMetadataRangeIndexes implements MetadataRangeIndexes {
     if (!live) return 'collection gone';
     // Every part of the statement is ours: `name` and the expression's path are checked characters,
     // the collection id a uuid. Concurrently: writes to chunks go on during the build.
-    const create = `create index concurrently if not exists ${name} on chunks (${spec.expression}) include (key, tenant) where collection_id = '${collectionId}'::uuid`;
+    const create = `create index concurrently if not exists ${name} on chunks (${spec.expression}) where collection_id = '${collectionId}'::uuid`;
     await this.sql(create);
     if (!await this.isValid(name)) {
       const [inProgress] = await this.sql('select 1 from pg_stat_progress_create_index p join pg_class c on c.oid = p.index_relid where c.relname = ?', [name]);

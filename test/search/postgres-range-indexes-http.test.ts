@@ -91,6 +91,8 @@ function exactTop(rows: Map<string, Row>, filters: unknown, embedding: number[],
   const filter = parseFilter(filters)!;
   return [...rows].filter(([, row]) => matchesFilter(filter, row.metadata) && (!only || only(row)))
     .map(([id, row]) => ({ id, score: cosine(embedding, row.embedding) }))
+    // The collection's default min_score.
+    .filter((hit) => hit.score >= 0)
     .sort((left, right) => right.score - left.score)
     .slice(0, TOP_K)
     .map((hit) => hit.id);

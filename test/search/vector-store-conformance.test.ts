@@ -399,5 +399,48 @@ for (const implementation of implementations) {
         else sameHits(t, after, before[i], `search ${i}`);
       }
     });
+
+    if (implementation.name === 'pgvector on PostgreSQL') {
+      t.test('a filter the planner expects few rows to pass is ranked exactly, without the HNSW scan', async (t) => {
+        const statements: string[] = [];
+        const record = (query: string) => statements.push(query.replace(/\s+/g, ' ').trim());
+        const recording: SqlRunner = Object.assign(
+          <Row>(query: string, params?: unknown[]) => {
+            record(query);
+            return database.sql<Row>(query, params);
+          },
+          {
+            dialect: database.sql.dialect,
+            transaction: <T>(work: Parameters<SqlRunner['transaction']>[0]) => database.sql.transaction((run) => work(<Row>(query: string, params?: unknown[]) => {
+              record(query);
+              return run<Row>(query, params);
+            })) as Promise<T>,
+          },
+        );
+        const planned = implementation.plugin.create(implementation.config, { sql: recording, stateDirectory });
+        const labels = await createCollection(database.sql, 16);
+        await planned.ensureCollection(labels, 16);
+        const records = await createChunks(database.sql, labels, Array.from({ length: 3_000 }, (_, n) => ({
+          embedding: randomVector(random, 16), metadata: { shelf: n % 100, half: n % 2 },
+        })));
+        await planned.upsert(records);
+        await database.sql('analyze pgvector_embeddings');
+        const query = randomVector(random, 16);
+
+        statements.length = 0;
+        const few = await planned.search({ collectionId: labels, embedding: query, topK: 10, filter: filterOf({ shelf: 7 }) });
+        sameHits(t, few, exactTopK(records, query, 10, (row) => row.metadata.shelf === 7), 'a filter 1 % pass: the exact answer');
+        t.ok(statements.some((statement) => statement.includes('as scored order by distance + 0')), 'ranked in one statement no index orders');
+        t.notOk(statements.some((statement) => statement.startsWith('with nearest')), 'without trying the HNSW index first');
+
+        statements.length = 0;
+        const many = await planned.search({ collectionId: labels, embedding: query, topK: 10, filter: filterOf({ half: 1 }) });
+        t.equal(many.length, 10, 'a filter half the rows pass: answered');
+        t.ok(many.every((hit) => records.find((row) => row.key === hit.key)!.metadata.half === 1), 'each hit passing');
+        t.ok(statements.some((statement) => statement.startsWith('with nearest') && statement.includes('order by distance limit')), 'through the HNSW index, as before');
+        t.notOk(statements.some((statement) => statement.includes('as scored order by distance + 0')), 'and not exactly');
+        await planned.close();
+      });
+    }
   });
 }

@@ -30,6 +30,14 @@ export function filterToSql(filter: MetadataFilter, metadataColumn: string): Sql
   return { sql: containment === null ? sql : `(${sql} and ${containment})`, params, containment: containment !== null };
 }
 
+/** The filter's containment conditions alone (below), which admit every row the filter passes; null when it has none. */
+export function containmentSql(filter: MetadataFilter, metadataColumn: string): { sql: string; params: unknown[] } | null {
+  if (!columnReference.test(metadataColumn)) throw new TypeError(`containmentSql: "${metadataColumn}" is not a column reference`);
+  const params: unknown[] = [];
+  const sql = renderContainment(filter, metadataColumn, params);
+  return sql === null ? null : { sql, params };
+}
+
 /** `{"a": {"b": <value>}}` for the path a.b, as JSON text (keys such as `__proto__` stay keys). */
 function nestedAtPath(path: readonly string[], value: unknown): string {
   return path.reduceRight((inner, segment) => `{${JSON.stringify(segment)}:${inner}}`, JSON.stringify(value));

@@ -1,0 +1,45 @@
+/**
+ * What PostgreSQL's planner expects of a statement, and how many chunks a collection holds, for
+ * choosing how to run a filtered search (the pgvector store).
+ */
+import type { SqlRunner } from '../plugins.js';
+
+type ExplainRow = { 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> | string };
+
+/** The planner's estimate of the rows a statement returns. */
+export async function estimatedRows(sql: SqlRunner, statement: string, params: unknown[]): Promise<number> {
+  const [row] = await sql<ExplainRow>(`explain (format json) ${statement}`, params);
+  const plan = typeof row!['QUERY PLAN'] === 'string' ? JSON.parse(row!['QUERY PLAN']) as Exclude<ExplainRow['QUERY PLAN'], string> : row!['QUERY PLAN'];
+  return Number(plan[0]!.Plan['Plan Rows']);
+}
+
+/** Rows counted exactly up to this many (an index-only count, 5-10 ms at that size). */
+const countedRowsMax = 100_000;
+
+/**
+ * A collection's chunks, read at most once a minute: counted up to `countedRowsMax`, beyond that the
+ * planner's estimate, which has statistics by the time a collection is that large (without them it
+ * guessed 5 rows for 3,000). Chunks rather than vectors: each vector is a chunk's, and `chunks` is
+ * vacuumed (postgres-table-upkeep.ts), so the count reads its index alone.
+ */
+export class CollectionRowCounts {
+  private readonly known = new Map<string, { rows: number; at: number }>();
+
+  constructor(private readonly sql: SqlRunner, private readonly maxAgeMs = 60_000) {}
+
+  async rows(collectionId: string): Promise<number> {
+    const known = this.known.get(collectionId);
+    if (known && performance.now() - known.at < this.maxAgeMs) return known.rows;
+    const [counted] = await this.sql<{ rows: number | string }>(
+      `select count(*) as rows from (select 1 from chunks where collection_id = ?::uuid limit ?) as capped`, [collectionId, countedRowsMax],
+    );
+    let rows = Number(counted!.rows);
+    if (rows >= countedRowsMax) rows = Math.max(rows, await estimatedRows(this.sql, 'select 1 from chunks where collection_id = ?::uuid', [collectionId]));
+    this.known.set(collectionId, { rows, at: performance.now() });
+    return rows;
+  }
+
+  forget(collectionId: string): void {
+    this.known.delete(collectionId);
+  }
+}
