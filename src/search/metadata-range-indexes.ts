@@ -284,7 +284,7 @@ export class PostgresMetadataRangeIndexes implements MetadataRangeIndexes {
 
 /**
  * The field and type of one of our indexes, from its definition as PostgreSQL prints it:
- * `... USING btree (((metadata #> '{a,b}'::text[]))) INCLUDE ...`, or `#>>` and `COLLATE "C"` for
+ * `... USING btree (((metadata #> '{a,b}'::text[]))) WHERE ...`, or `#>>` and `COLLATE "C"` for
  * strings. The path's segments are of range-scope.ts's safe characters; a segment PostgreSQL would
  * read otherwise (`NULL`) is printed quoted.
  */

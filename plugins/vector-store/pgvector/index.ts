@@ -30,12 +30,15 @@ const maximumEfSearch = 1_000;
  */
 const insertBatchRows = { pglite: 100, postgresql: 500 } as const;
 /**
- * A filter whose equalities the planner expects at most this x sqrt(topK x the collection's vectors)
+ * A filter whose equalities the planner expects at most this x sqrt(topK x the collection's chunks)
  * rows to pass is ranked exactly, through the GIN index over metadata, without trying the HNSW scan
- * first (see search). The same crossing as the embedded store's `indexedCandidatesScale` and the
- * range indexes' (src/search/metadata-range-indexes.ts).
+ * first (see search). The HNSW scan reads about topK / share rows, the exact ranking every passing
+ * one, so the two cross where the passing rows grow with sqrt(topK x chunks), as in the embedded
+ * store (`indexedCandidatesScale`). At 115k chunks, a filter 10 % pass (11.5k rows): ranked exactly
+ * in 15.4 ms at any depth, against 9-10 ms through the HNSW scan for a top 10 and 33 ms for
+ * hybrid's 50-deep list; so the factor lies between 4.8 and 10.7 there.
  */
-const exactFilteredScale = 4;
+const exactFilteredScale = 6;
 
 export interface PgvectorStoreOptions {
   /**
