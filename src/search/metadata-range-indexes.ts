@@ -31,6 +31,7 @@
  *   is dropped, and the field is not tried again by this process.
  */
 import { createHash } from 'node:crypto';
+import { isUuid } from '../db/uuid-pattern.js';
 import type { PluginLogger, SqlRunner } from '../plugins.js';
 import type { MetadataFilter } from './filters/filter-types.js';
 import { rangeScope, type RangeIndexSpec, type RangeValueType } from './filters/range-scope.js';
@@ -75,7 +76,6 @@ interface CatalogIndex {
 }
 
 const namePrefix = 'chunks_range_';
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const shortHash = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 16);
 const collectionPrefix = (collectionId: string) => `${namePrefix}${shortHash(collectionId)}_`;
@@ -102,7 +102,7 @@ export class PostgresMetadataRangeIndexes implements MetadataRangeIndexes {
   }
 
   async candidateKeys(collectionId: string, filter: MetadataFilter, tenant: string | null, depth: number): Promise<number[] | null> {
-    if (this.options.maxPerCollection <= 0 || !uuidPattern.test(collectionId)) return null;
+    if (this.options.maxPerCollection <= 0 || !isUuid(collectionId)) return null;
     const scope = rangeScope(filter);
     if (scope === null) return null;
     const names = scope.indexes.map((spec) => indexName(collectionId, spec));

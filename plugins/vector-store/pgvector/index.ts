@@ -9,9 +9,9 @@ import { vectorSearchSessionSettings } from '../../../src/db/database.js';
 import { ConflictError, ServiceUnavailableError, UnprocessableError } from '../../../src/errors.js';
 import type { PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorStorageDetails, VectorSearchRequest, VectorStore } from '../../../src/plugins.js';
 import { CollectionRowCounts, ColumnStatistics, estimatedRows } from '../../../src/db/planner-estimates.js';
+import { isUuid } from '../../../src/db/uuid-pattern.js';
 import { containmentSql, filterToSql } from '../../../src/search/filters/filter-to-sql.js';
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const indexNamePattern = /^pgvector_hnsw_[0-9a-f]{32}_[0-9]{1,5}$/;
 /** pgvector's `vector` type holds up to 16,000 dimensions; its HNSW index up to 2,000. */
 const maxVectorDimension = 16_000;
@@ -54,7 +54,7 @@ export function hnswIndexName(collectionId: string, dimension: number): string {
 }
 
 function checkCollectionId(collectionId: string): void {
-  if (!uuidPattern.test(collectionId)) throw new UnprocessableError(`collection id must be a uuid, got ${JSON.stringify(collectionId)}`);
+  if (!isUuid(collectionId)) throw new UnprocessableError(`collection id must be a uuid, got ${JSON.stringify(collectionId)}`);
 }
 
 function checkDimension(dimension: number): void {
