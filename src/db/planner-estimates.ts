@@ -61,3 +61,30 @@ export class ColumnStatistics {
     return this.known.present;
   }
 }
+
+/**
+ * The planner's estimates of a collection's statements, each kept for a minute: asking for one
+ * (`explain`) cost about 0.5 ms of every filtered semantic search on PostgreSQL, and the answer moves
+ * only with ANALYZE, which runs far less often. At most `maxEntries` are kept, the oldest forgotten
+ * first, so filters with ever new values (ids, timestamps) cannot grow it without bound.
+ */
+export class CollectionEstimates {
+  private readonly known = new Map<string, { rows: number; at: number }>();
+
+  constructor(private readonly sql: SqlRunner, private readonly maxAgeMs = 60_000, private readonly maxEntries = 1_000) {}
+
+  async rows(collectionId: string, statement: string, params: unknown[]): Promise<number> {
+    const key = `${collectionId}\n${statement}\n${JSON.stringify(params)}`;
+    const known = this.known.get(key);
+    if (known && performance.now() - known.at < this.maxAgeMs) return known.rows;
+    const rows = await estimatedRows(this.sql, statement, params);
+    this.known.delete(key);
+    if (this.known.size >= this.maxEntries) this.known.delete(this.known.keys().next().value!);
+    this.known.set(key, { rows, at: performance.now() });
+    return rows;
+  }
+
+  forget(collectionId: string): void {
+    for (const key of this.known.keys()) if (key.startsWith(`${collectionId}\n`)) this.known.delete(key);
+  }
+}

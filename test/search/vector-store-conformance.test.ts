@@ -441,6 +441,12 @@ for (const implementation of implementations) {
         t.notOk(statements.some((statement) => statement.startsWith('with nearest')), 'without trying the HNSW index first');
 
         statements.length = 0;
+        const again = await planned.search({ collectionId: labels, embedding: query, topK: 10, filter: filterOf({ shelf: 7 }) });
+        sameHits(t, again, few, 'the same filter again: the same answer');
+        t.ok(statements.some((statement) => statement.includes('as scored order by distance + 0')), 'ranked exactly again');
+        t.notOk(statements.some((statement) => statement.startsWith('explain')), 'on the estimate the first search asked for');
+
+        statements.length = 0;
         const many = await planned.search({ collectionId: labels, embedding: query, topK: 10, filter: filterOf({ half: 1 }) });
         t.equal(many.length, 10, 'a filter half the rows pass: answered');
         t.ok(many.every((hit) => records.find((row) => row.key === hit.key)!.metadata.half === 1), 'each hit passing');

@@ -8,7 +8,7 @@
 import { vectorSearchSessionSettings } from '../../../src/db/database.js';
 import { ConflictError, ServiceUnavailableError, UnprocessableError } from '../../../src/errors.js';
 import type { PluginDefinition, SqlRunner, VectorHit, VectorRecord, VectorStorageDetails, VectorSearchRequest, VectorStore } from '../../../src/plugins.js';
-import { CollectionRowCounts, ColumnStatistics, estimatedRows } from '../../../src/db/planner-estimates.js';
+import { CollectionEstimates, CollectionRowCounts, ColumnStatistics } from '../../../src/db/planner-estimates.js';
 import { isUuid } from '../../../src/db/uuid-pattern.js';
 import { containmentSql, filterToSql } from '../../../src/search/filters/filter-to-sql.js';
 
@@ -94,11 +94,13 @@ export class PgvectorStore implements VectorStore {
   private readonly onlyVectorsOfLiveChunks: boolean;
   private readonly collectionRows: CollectionRowCounts;
   private readonly metadataStatistics: ColumnStatistics;
+  private readonly filterEstimates: CollectionEstimates;
 
   constructor(private readonly sql: SqlRunner, options: PgvectorStoreOptions = {}) {
     this.onlyVectorsOfLiveChunks = options.onlyVectorsOfLiveChunks ?? false;
     this.collectionRows = new CollectionRowCounts(sql);
     this.metadataStatistics = new ColumnStatistics(sql, 'pgvector_embeddings', 'metadata');
+    this.filterEstimates = new CollectionEstimates(sql);
   }
 
   async ensureCollection(collectionId: string, dimension: number): Promise<void> {
@@ -178,6 +180,7 @@ export class PgvectorStore implements VectorStore {
     await this.sql('delete from pgvector_embeddings where collection_id = ?', [collectionId]);
     this.dimensions.delete(collectionId);
     this.collectionRows.forget(collectionId);
+    this.filterEstimates.forget(collectionId);
   }
 
   async search(request: VectorSearchRequest): Promise<VectorHit[]> {
@@ -252,8 +255,8 @@ export class PgvectorStore implements VectorStore {
     const containment = containmentSql(request.filter, 'metadata');
     if (containment === null || !await this.metadataStatistics.present()) return false;
     const tenant = request.tenant ?? null;
-    const expected = await estimatedRows(
-      this.sql,
+    const expected = await this.filterEstimates.rows(
+      request.collectionId,
       `select 1 from pgvector_embeddings where collection_id = ?${tenant === null ? '' : ' and tenant = ?'} and ${containment.sql}`,
       [request.collectionId, ...(tenant === null ? [] : [tenant]), ...containment.params],
     );
