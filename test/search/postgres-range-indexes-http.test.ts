@@ -109,7 +109,7 @@ if (!process.env.TEST_DATABASE_URL) {
     await upsertRows(app, admin, 'shelves', rows);
     t.same(await rangeIndexes(app, admin, 'shelves'), [], 'no range index before a range filter asked');
 
-    // 100 rows of 3,000 in range: 4 x sqrt(10 x 3,000) = 693 at most for a top 10, more for hybrid.
+    // 100 rows of 3,000 in range: 6 x sqrt(10 x 3,000) = 1,040 at most for a top 10, more for hybrid.
     const filters = {
       'a number range': { batch: { $gte: 10, $lt: 12 } },
       'a string range': { sku: { $gte: 'sku-00500', $lt: 'sku-00600' } },
@@ -158,6 +158,11 @@ if (!process.env.TEST_DATABASE_URL) {
     const negated = await query(app, admin, 'shelves', { search_mode: 'semantic', embedding, filters: { $not: { batch: { $gte: 1 } } } });
     t.equal(negated.timings.range_index_ms, undefined, 'a negated range has no indexable condition');
     t.same(negated.ids, exactTop(rows, { $not: { batch: { $gte: 1 } } }, embedding), 'and is answered by the filter alone');
+    for (const mode of ['semantic', 'keyword', 'hybrid']) {
+      const empty = await query(app, admin, 'shelves', { search_mode: mode, ...(mode === 'keyword' ? {} : { embedding }), filters: { batch: { $gt: 1_000 } } });
+      t.ok(empty.timings.range_index_ms !== undefined, `${mode}: a range no chunk is in is read from the index`);
+      t.same(empty.ids, [], `${mode}: and answers nothing`);
+    }
 
     // Rows written after the build are in the index: new rows in range, and rows moved out of it.
     const added = makeRows(seededRandom(7));
