@@ -26,6 +26,7 @@ export const migrationNames: readonly string[] = [
   '0016-chunk-text-start',
   '0017-keyword-packed-postings',
   '0018-metadata-containment-indexes',
+  '0019-short-metadata-pending-list',
 ];
 
 export async function loadMigrations(): Promise<MigrationObject[]> {
