@@ -14,6 +14,7 @@ import { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/database.js';
 import { EmbeddedDatabaseUpkeep } from './db/embedded-database-upkeep.js';
 import { PostgresTableUpkeep } from './db/postgres-table-upkeep.js';
+import { VectorIndexCacheWatch } from './db/vector-index-cache.js';
 import { reusableDatabaseBytes } from './db/embedded-database-free-space.js';
 import { Collection, type CollectionRecord } from './db/entities/index.js';
 import { createSqlRunner } from './db/sql-runner.js';
@@ -168,6 +169,9 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const upkeep = db.kind === 'pglite'
     ? new EmbeddedDatabaseUpkeep(sql, logger.child({ component: 'database' }), { checkpointWalBytes: config.embeddedCheckpointWalBytes, vacuumIntervalMs: config.embeddedVacuumIntervalMs })
     : new PostgresTableUpkeep(sql, logger.child({ component: 'database' }), config.postgresUpkeepIntervalMs);
+  const vectorIndexCacheWatch = db.kind === 'postgresql' && config.vectorStore === 'pgvector'
+    ? new VectorIndexCacheWatch(sql, logger.child({ component: 'database' }), config.postgresUpkeepIntervalMs)
+    : null;
   const keywordPacker = new KeywordPostingPacker(sql, logger.child({ component: 'keyword-index' }), config.keywordIndex === 'sql' ? config.keywordPackIntervalMs : 0);
   const indexWarmUp = new IndexWarmUp(sql, indexes, logger.child({ component: 'index-warm-up' }));
   const events = new QueryEventRecorder(sql, (error) => logger.error({ err: error }, 'could not record query events'));
@@ -213,6 +217,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
       indexRemovals.start();
       upkeep.start();
+      vectorIndexCacheWatch?.start();
       keywordPacker.start();
       if (config.warmUpIndexes && (config.vectorStore === 'embedded' || config.keywordIndex === 'memory')) indexWarmUp.start();
     },
@@ -220,7 +225,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     async stop() {
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
-        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), () => keywordPacker.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         async () => indexes.rangeIndexes?.close(), () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
       ]), 'shutdown steps of the services');
     },

@@ -131,6 +131,10 @@ export const InstanceStatsView = Type.Object({
     cache_enabled: Type.Boolean(),
     cache_entries: Type.Integer(),
   }, { additionalProperties: false, description: 'lifetime use, deleted collections included' }),
+  vector_index_cache: Type.Optional(Type.Object({
+    index_bytes: Type.Integer({ description: "every pgvector HNSW index of the database, together" }),
+    shared_buffers_bytes: Type.Integer({ description: "PostgreSQL's buffer cache; searches slow down once the indexes outgrow it" }),
+  }, { additionalProperties: false, description: 'PostgreSQL with the pgvector store only' })),
 }, { additionalProperties: false });
 
 /** One model of GET /v1/embeddings/models (`CatalogEntry`). */

@@ -1,4 +1,5 @@
 import { DOCUMENT_STATUSES } from '../db/entities/index.js';
+import { readVectorIndexCache } from '../db/vector-index-cache.js';
 import type { AppServices } from '../services.js';
 
 type InstanceStatsServices = Pick<AppServices, 'sql' | 'db' | 'jobs' | 'embeddingUsage' | 'embeddingCache' | 'settings' | 'indexes'>;
@@ -38,5 +39,6 @@ export async function instanceStats(services: InstanceStatsServices) {
     vector_store: services.indexes.vectorStore.name,
     keyword_index: services.indexes.keywordIndex.name,
     embedding,
+    ...(services.db.kind === 'postgresql' && services.indexes.vectorStore.name === 'pgvector' ? { vector_index_cache: await readVectorIndexCache(sql) } : {}),
   };
 }

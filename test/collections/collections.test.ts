@@ -421,6 +421,17 @@ for (const backend of testBackends()) {
       const instance = (await app.inject({ url: '/v1/stats', headers: admin })).json();
       t.same(instance.storage, { files_bytes: sum('files_bytes'), chunk_text_bytes: sum('chunk_text_bytes'), vector_bytes: sum('vector_bytes') }, '/v1/stats counts storage as collection stats do');
       t.equal(instance.storage_bytes, each.reduce((total, row) => total + row.storage_bytes, 0));
+      if (backend === 'postgresql') {
+        // The HNSW indexes of this test's database (one a collection with vectors) against the server's cache.
+        const [expected] = await ctx.services.sql<{ index_bytes: string | number; cache_bytes: string | number }>(
+          `select (select sum(pg_relation_size(indexrelid)) from pg_stat_user_indexes where starts_with(indexrelname, 'pgvector_hnsw_')) as index_bytes,
+                  (select setting::bigint * pg_size_bytes(unit) from pg_settings where name = 'shared_buffers') as cache_bytes`,
+        );
+        t.ok(Number(expected!.index_bytes) > 0, 'the collections with vectors have HNSW indexes');
+        t.same(instance.vector_index_cache, { index_bytes: Number(expected!.index_bytes), shared_buffers_bytes: Number(expected!.cache_bytes) },
+          '/v1/stats tells how large pgvector\'s indexes are against shared_buffers');
+      }
+      else t.equal(instance.vector_index_cache, undefined, 'the embedded database has no shared_buffers to tell of');
     });
 
     await t.test('analytics', async (t) => {
