@@ -155,6 +155,11 @@ if (!process.env.TEST_DATABASE_URL) {
     const wideAnswer = await query(app, admin, 'shelves', { search_mode: 'semantic', embedding, filters: wide });
     t.equal(wideAnswer.timings.range_index_ms, undefined, 'a range most chunks pass is not ranked by key');
     t.equal(wideAnswer.ids.length, TOP_K, 'and is answered all the same');
+    // 850 rows in range: above 4 x sqrt(10 x 3,000) = 693, within the 6 x = 1,040 the limit has been since 2026-11-30.
+    const middle = { batch: { $lt: 17 } };
+    const middleAnswer = await query(app, admin, 'shelves', { search_mode: 'semantic', embedding, filters: middle });
+    t.ok(middleAnswer.timings.range_index_ms !== undefined, 'a range 850 of 3,000 chunks pass is ranked by key for a top 10');
+    t.same(middleAnswer.ids, exactTop(rows, middle, embedding), 'exactly');
     const negated = await query(app, admin, 'shelves', { search_mode: 'semantic', embedding, filters: { $not: { batch: { $gte: 1 } } } });
     t.equal(negated.timings.range_index_ms, undefined, 'a negated range has no indexable condition');
     t.same(negated.ids, exactTop(rows, { $not: { batch: { $gte: 1 } } }, embedding), 'and is answered by the filter alone');
