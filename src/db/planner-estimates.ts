@@ -3,6 +3,7 @@
  * choosing how to run a filtered search (the pgvector store).
  */
 import type { SqlRunner } from '../plugins.js';
+import { QueryCache } from '../search/query-cache.js';
 
 type ExplainRow = { 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> | string };
 
@@ -65,26 +66,28 @@ export class ColumnStatistics {
 /**
  * The planner's estimates of a collection's statements, each kept for a minute: asking for one
  * (`explain`) cost about 0.5 ms of every filtered semantic search on PostgreSQL, and the answer moves
- * only with ANALYZE, which runs far less often. At most `maxEntries` are kept, the oldest forgotten
- * first, so filters with ever new values (ids, timestamps) cannot grow it without bound.
+ * only with ANALYZE, which runs far less often. Kept in a QueryCache bounded at `maxEntries` (least
+ * recently used forgotten first), so filters with ever new values (ids, timestamps) cannot grow it.
  */
 export class CollectionEstimates {
-  private readonly known = new Map<string, { rows: number; at: number }>();
+  private readonly known: QueryCache<number>;
+  private readonly maxAgeSeconds: number;
 
-  constructor(private readonly sql: SqlRunner, private readonly maxAgeMs = 60_000, private readonly maxEntries = 1_000) {}
+  constructor(private readonly sql: SqlRunner, maxAgeMs = 60_000, maxEntries = 1_000) {
+    this.known = new QueryCache<number>({ maxEntries, maxBytes: Number.MAX_SAFE_INTEGER, sizeOf: () => 0 });
+    this.maxAgeSeconds = maxAgeMs / 1000;
+  }
 
   async rows(collectionId: string, statement: string, params: unknown[]): Promise<number> {
     const key = `${collectionId}\n${statement}\n${JSON.stringify(params)}`;
-    const known = this.known.get(key);
-    if (known && performance.now() - known.at < this.maxAgeMs) return known.rows;
+    const known = this.known.get(key, this.maxAgeSeconds);
+    if (known !== undefined) return known;
     const rows = await estimatedRows(this.sql, statement, params);
-    this.known.delete(key);
-    if (this.known.size >= this.maxEntries) this.known.delete(this.known.keys().next().value!);
-    this.known.set(key, { rows, at: performance.now() });
+    this.known.set(key, rows, this.maxAgeSeconds);
     return rows;
   }
 
   forget(collectionId: string): void {
-    for (const key of this.known.keys()) if (key.startsWith(`${collectionId}\n`)) this.known.delete(key);
+    this.known.removeWhere((key) => key.startsWith(`${collectionId}\n`));
   }
 }

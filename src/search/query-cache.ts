@@ -80,6 +80,11 @@ export class QueryCache<V> {
     }
   }
 
+  /** Drops every entry whose key `matches` (a deleted collection's). */
+  removeWhere(matches: (key: string) => boolean): void {
+    for (const key of [...this.entries.keys()]) if (matches(key)) this.remove(key);
+  }
+
   /** Entries and their estimated bytes (what the tests check the accounting with). */
   get usage(): { entries: number; bytes: number } {
     return { entries: this.entries.size, bytes: this.bytes };

@@ -33,7 +33,7 @@ t.test('an estimate is asked for once, then kept until it is older than its age'
   t.equal(asked.length, 3);
 });
 
-t.test('at most maxEntries are kept, the oldest forgotten first', async (t) => {
+t.test('at most maxEntries are kept, the least recently used forgotten first', async (t) => {
   const { run, asked } = explainingRunner();
   const estimates = new CollectionEstimates(run, 60_000, 2);
   await estimates.rows('a', statement, ['a', '1']);
