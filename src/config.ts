@@ -39,6 +39,8 @@ export interface Config {
   parseTimeoutMs: number;
   /** How long an API key lookup may be answered from memory before the database is asked again. */
   apiKeyCacheMs: number;
+  /** Argon2id's cost for passwords stored from now on; a login with a hash of another cost stores it again at this one. */
+  passwordHashCost: PasswordHashCost;
   /** How long a collection looked up by name is served from memory (other replicas' changes show after it). */
   collectionCacheMs: number;
   /** How long a claimed ingestion job may go without a heartbeat before another worker takes it over. */
@@ -82,6 +84,12 @@ export interface Config {
   captionLlm: { plugin: string; model: string | undefined; apiKey: string | undefined; baseUrl: string | undefined } | undefined;
 }
 
+export interface PasswordHashCost {
+  memoryKib: number;
+  iterations: number;
+  parallelism: number;
+}
+
 export interface S3StoreConfig {
   endpoint: string | undefined;
   bucket: string | undefined;
@@ -118,6 +126,17 @@ function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boole
   if (raw === undefined) return fallback;
   if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be "true" or "false", got "${raw}"`);
   return raw === 'true';
+}
+
+/**
+ * Argon2id's cost: by default argon2's own (64 MiB, 3 passes, 4 lanes), about 0.1-0.3 s a login on
+ * two cores. Small machines lower it, within OWASP's floor of 19 MiB and 2 passes, say.
+ */
+function passwordHashCostOf(env: NodeJS.ProcessEnv): PasswordHashCost {
+  const parallelism = integer(env, 'PASSWORD_HASH_PARALLELISM', 4, 1, 16);
+  // Argon2 needs 8 KiB a lane; 4 GiB is the most that is not a typo.
+  const memoryKib = integer(env, 'PASSWORD_HASH_MEMORY_KIB', 65_536, 8 * parallelism, 4 * 1024 * 1024);
+  return { memoryKib, iterations: integer(env, 'PASSWORD_HASH_ITERATIONS', 3, 1, 100), parallelism };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -207,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     parseMemoryLimitMb: integer(env, 'PARSE_MEMORY_LIMIT_MB', 1024, 16),
     parseTimeoutMs: integer(env, 'PARSE_TIMEOUT_S', 300, 1) * 1000,
     apiKeyCacheMs: integer(env, 'API_KEY_CACHE_MS', 2000),
+    passwordHashCost: passwordHashCostOf(env),
     collectionCacheMs: integer(env, 'COLLECTION_CACHE_MS', 2000),
     jobLeaseMs: integer(env, 'JOB_LEASE_S', 60, 1) * 1000,
     queryCacheMaxBytes: integer(env, 'QUERY_CACHE_MAX_MB', 64) * 1024 * 1024,

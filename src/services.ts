@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiKeyUsageTracker } from './auth/api-key-usage-tracker.js';
 import { ApiKeyService } from './auth/api-keys.service.js';
+import { PasswordHasher } from './auth/passwords.js';
 import { CollectionDirectory } from './collections/collection-directory.js';
 import type { CollectionDependencies } from './collections/collections.service.js';
 import { vectorStoreOptions, type Config } from './config.js';
@@ -58,6 +59,7 @@ export interface AppServices {
   secrets: SecretBox;
   settings: SettingsService;
   apiKeys: ApiKeyService;
+  passwords: PasswordHasher;
   apiKeyUsage: ApiKeyUsageTracker;
   plugins: PluginRegistry;
   parsers: readonly Parser[];
@@ -111,6 +113,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const apiKeyUsage = new ApiKeyUsageTracker(db.fork, 1000, (error) => logger.error({ err: error }, 'could not record API key use'));
   apiKeyUsage.start();
   const apiKeys = new ApiKeyService(apiKeyUsage, config.apiKeyCacheMs);
+  const passwords = new PasswordHasher(config.passwordHashCost);
 
   const plugins = new PluginRegistry();
   // The thread imports the built-in parsers itself: a plugin registered in this process stays here.
@@ -209,7 +212,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     : new KeyedSerializer();
 
   return {
-    config, db, sql, secrets, settings, apiKeys, apiKeyUsage, plugins, parsers, files, indexes, indexRemovals, embeddings, embeddingCache, embeddingUsage, embeddingPresets,
+    config, db, sql, secrets, settings, apiKeys, passwords, apiKeyUsage, plugins, parsers, files, indexes, indexRemovals, embeddings, embeddingCache, embeddingUsage, embeddingPresets,
     jobs, ingestion, writeLocks,
     queryRuntime, indexWarmUp, collections, collectionDependencies, diskSpace,
     async start() {

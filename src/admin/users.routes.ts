@@ -27,7 +27,7 @@ const UserUpdateBody = Type.Object({
 }, { additionalProperties: false });
 
 export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
-  const { db } = services;
+  const { db, passwords } = services;
   const tags = ['admin: users'];
 
   app.get('/v1/admin/users', { config: { ...ADMIN_SESSION, openapi: { response: UserPage } }, schema: { tags, summary: 'List users, oldest first', querystring: PageQuery } }, async (request) => {
@@ -36,7 +36,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: AppServices 
   });
 
   app.post('/v1/admin/users', { config: { ...ADMIN_SESSION, openapi: { success: 201, response: UserView } }, schema: { tags, summary: 'Create a user (role admin or member); the email must be unused (409)', body: UserCreateBody } }, async (request, reply) => {
-    const user = await createUser(db.fork(), requireActor(request), request.body);
+    const user = await createUser(db.fork(), passwords, requireActor(request), request.body);
     return reply.code(201).send(serializeUser(user));
   });
 
@@ -44,7 +44,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: AppServices 
     serializeUser(await getUser(db.fork(), request.params.id)));
 
   app.patch('/v1/admin/users/:id', { config: { ...ADMIN_SESSION, openapi: { response: UserView } }, schema: { tags, summary: 'Change email, display name, role or password; a new password signs the user out everywhere; the last admin cannot be demoted (409)', params: IdParams, body: UserUpdateBody } }, async (request) =>
-    serializeUser(await updateUser(db.fork(), requireActor(request), request.params.id, request.body)));
+    serializeUser(await updateUser(db.fork(), passwords, requireActor(request), request.params.id, request.body)));
 
   app.delete('/v1/admin/users/:id', { config: ADMIN_SESSION, schema: { tags, summary: 'Delete a user; the last admin cannot be deleted (409)', params: IdParams } }, async (request, reply) => {
     await deleteUser(db.fork(), requireActor(request), request.params.id);

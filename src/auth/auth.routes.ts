@@ -30,7 +30,7 @@ const PasswordBody = Type.Object({
 }, { additionalProperties: false });
 
 export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
-  const { db, settings } = services;
+  const { db, settings, passwords } = services;
   const tags = ['auth'];
 
   app.get('/v1/auth/setup-status', { config: { ...OPEN, openapi: { response: SetupStatus } }, schema: { tags, summary: 'Whether the first admin still has to be created' } }, async () => ({
@@ -44,14 +44,14 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
     onRequest: async () => assertSetupPending(db.fork()),
   }, async (request, reply) => {
     const em = db.fork();
-    const user = await setupFirstAdmin(em, request.body);
+    const user = await setupFirstAdmin(em, passwords, request.body);
     await setSessionCookie(reply, settings, await createSession(em, user.id, await settings.get<number>('session_ttl_hours')));
     return reply.code(201).send(serializeUser(user));
   });
 
   app.post('/v1/auth/login', { config: { ...OPEN, openapi: { errors: [401], response: UserView } }, schema: { tags, summary: 'Log in; sets the session cookie', body: Credentials } }, async (request, reply) => {
     const em = db.fork();
-    const user = await authenticateUser(em, request.body.email, request.body.password);
+    const user = await authenticateUser(em, passwords, request.body.email, request.body.password);
     await setSessionCookie(reply, settings, await createSession(em, user.id, await settings.get<number>('session_ttl_hours')));
     return serializeUser(user);
   });
@@ -97,7 +97,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
   app.post('/v1/auth/password', { config: { ...SESSION, openapi: { response: UserView } }, schema: { tags, summary: 'Change password: revokes every session and sets a fresh cookie', body: PasswordBody } }, async (request, reply) => {
     const actor = requireActor(request) as UserActor;
     const em = db.fork();
-    const user = await changePassword(em, actor, request.body.current_password, request.body.new_password);
+    const user = await changePassword(em, passwords, actor, request.body.current_password, request.body.new_password);
     await setSessionCookie(reply, settings, await createSession(em, user.id, await settings.get<number>('session_ttl_hours')));
     return serializeUser(user);
   });

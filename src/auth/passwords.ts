@@ -1,4 +1,5 @@
 import argon2 from 'argon2';
+import type { PasswordHashCost } from '../config.js';
 import { BadRequestError } from '../errors.js';
 
 export const MIN_PASSWORD_LENGTH = 8;
@@ -10,25 +11,44 @@ export function assertPasswordPolicy(password: string, field = 'password'): void
   }
 }
 
-export function hashPassword(password: string): Promise<string> {
-  return argon2.hash(password, { type: argon2.argon2id });
-}
+/** Argon2id hashes at the configured cost (PASSWORD_HASH_*); a hash records its own cost, so any verifies. */
+export class PasswordHasher {
+  private readonly options: { type: typeof argon2.argon2id; memoryCost: number; timeCost: number; parallelism: number };
+  /**
+   * A hash of a password nobody has, verified when a login names an unknown email, so that the
+   * response time does not tell which emails exist. It is made at the configured cost, as the
+   * users' hashes are.
+   */
+  private decoyHash: Promise<string> | undefined;
 
-export async function verifyPassword(hash: string, password: string): Promise<boolean> {
-  try {
-    return await argon2.verify(hash, password);
-  } catch {
+  constructor(cost: PasswordHashCost) {
+    this.options = { type: argon2.argon2id, memoryCost: cost.memoryKib, timeCost: cost.iterations, parallelism: cost.parallelism };
+  }
+
+  hash(password: string): Promise<string> {
+    return argon2.hash(password, this.options);
+  }
+
+  async verify(hash: string, password: string): Promise<boolean> {
+    try {
+      return await argon2.verify(hash, password);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Whether `hash` was made at another cost than the configured one (so a login stores it again). */
+  isOfAnotherCost(hash: string): boolean {
+    try {
+      return argon2.needsRehash(hash, this.options);
+    } catch {
+      return false;
+    }
+  }
+
+  async verifyAgainstDecoy(password: string): Promise<false> {
+    this.decoyHash ??= this.hash('decoy-password-for-timing');
+    await this.verify(await this.decoyHash, password);
     return false;
   }
-}
-
-/**
- * A hash of a password nobody has, verified when a login names an unknown email, so that the
- * response time does not tell which emails exist (argon2id costs ~110 ms here).
- */
-let decoyHash: Promise<string> | undefined;
-export async function verifyAgainstDecoy(password: string): Promise<false> {
-  decoyHash ??= hashPassword('decoy-password-for-timing');
-  await verifyPassword(await decoyHash, password);
-  return false;
 }

@@ -5,7 +5,7 @@ import { recordAudit } from '../audit/audit.service.js';
 import { User, USER_ROLES, type UserRecord, type UserRole } from '../db/entities/index.js';
 import { BadRequestError, ConflictError, NotFoundError, UnauthorizedError } from '../errors.js';
 import type { Actor } from './actor.js';
-import { assertPasswordPolicy, hashPassword, verifyAgainstDecoy, verifyPassword } from './passwords.js';
+import { assertPasswordPolicy, type PasswordHasher } from './passwords.js';
 import { revokeUserSessions } from './sessions.service.js';
 
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+$/;
@@ -80,11 +80,11 @@ export async function assertSetupPending(em: EntityManager): Promise<void> {
 }
 
 /** Creates the first admin; 409 once any user exists, also when two setups race. */
-export async function setupFirstAdmin(em: EntityManager, input: NewUserInput): Promise<UserRecord> {
+export async function setupFirstAdmin(em: EntityManager, passwords: PasswordHasher, input: NewUserInput): Promise<UserRecord> {
   const email = normaliseEmail(input.email);
   assertPasswordPolicy(input.password);
   // Hash outside the transaction: PGlite has one connection, and argon2 takes ~110 ms.
-  const passwordHash = await hashPassword(input.password);
+  const passwordHash = await passwords.hash(input.password);
   return em.transactional(async (tx) => {
     await tx.getConnection().execute('select pg_advisory_xact_lock(?)', [SETUP_LOCK_ID], 'all', tx.getTransactionContext());
     await assertSetupPending(tx);
@@ -102,19 +102,29 @@ function newUser(em: EntityManager, email: string, passwordHash: string, display
   });
 }
 
-export async function authenticateUser(em: EntityManager, emailInput: string, password: string): Promise<UserRecord> {
+/**
+ * A password stored at another cost than PASSWORD_HASH_* says (the setting was raised, or lowered)
+ * is stored again at that cost once it is known to be right: the only moment the service has it.
+ */
+export async function authenticateUser(em: EntityManager, passwords: PasswordHasher, emailInput: string, password: string): Promise<UserRecord> {
   const user = await em.findOne(User, { email: emailInput.trim().toLowerCase() });
-  const valid = user ? await verifyPassword(user.passwordHash, password) : await verifyAgainstDecoy(password);
+  const valid = user ? await passwords.verify(user.passwordHash, password) : await passwords.verifyAgainstDecoy(password);
   if (!user || !valid) throw new UnauthorizedError('Invalid email or password');
+  if (passwords.isOfAnotherCost(user.passwordHash)) {
+    const verified = user.passwordHash;
+    const rehashed = await passwords.hash(password);
+    // Only over the hash just verified: a password changed meanwhile stays changed.
+    await em.nativeUpdate(User, { id: user.id, passwordHash: verified }, { passwordHash: rehashed });
+  }
   return user;
 }
 
-export async function createUser(em: EntityManager, actor: Actor, input: NewUserInput): Promise<UserRecord> {
+export async function createUser(em: EntityManager, passwords: PasswordHasher, actor: Actor, input: NewUserInput): Promise<UserRecord> {
   const email = normaliseEmail(input.email);
   assertPasswordPolicy(input.password);
   const role = checkRole(input.role) ?? 'admin';
   await assertEmailFree(em, email);
-  const user = newUser(em, email, await hashPassword(input.password), input.display_name ?? null, role);
+  const user = newUser(em, email, await passwords.hash(input.password), input.display_name ?? null, role);
   recordAudit(em, actor, { action: 'user.create', resourceType: 'user', resourceId: user.id, details: { email, role } });
   await claimingEmail(email, () => em.flush());
   return user;
@@ -137,12 +147,12 @@ async function assertAnotherAdminRemains(em: EntityManager, user: UserRecord): P
   if (admins === 0) throw new ConflictError('The last admin cannot be removed or demoted');
 }
 
-export async function updateUser(em: EntityManager, actor: Actor, id: string, input: UserUpdateInput): Promise<UserRecord> {
+export async function updateUser(em: EntityManager, passwords: PasswordHasher, actor: Actor, id: string, input: UserUpdateInput): Promise<UserRecord> {
   const role = checkRole(input.role);
   const email = input.email === undefined ? undefined : normaliseEmail(input.email);
   if (input.password !== undefined) assertPasswordPolicy(input.password);
   // Hash before the transaction: PGlite has one connection, and argon2 takes ~110 ms.
-  const passwordHash = input.password !== undefined ? await hashPassword(input.password) : undefined;
+  const passwordHash = input.password !== undefined ? await passwords.hash(input.password) : undefined;
   const update = () => em.transactional(async (tx) => {
     await lockAdminChanges(tx);
     const user = await getUser(tx, id);
@@ -179,11 +189,11 @@ export async function deleteUser(em: EntityManager, actor: Actor, id: string): P
 }
 
 /** Verifies the current password, stores the new one and revokes every session of the user. */
-export async function changePassword(em: EntityManager, actor: Actor & { kind: 'user' }, currentPassword: string, newPassword: string): Promise<UserRecord> {
+export async function changePassword(em: EntityManager, passwords: PasswordHasher, actor: Actor & { kind: 'user' }, currentPassword: string, newPassword: string): Promise<UserRecord> {
   const user = await getUser(em, actor.userId);
   assertPasswordPolicy(newPassword, 'new_password');
-  if (!(await verifyPassword(user.passwordHash, currentPassword))) throw new BadRequestError('current_password is incorrect');
-  user.passwordHash = await hashPassword(newPassword);
+  if (!(await passwords.verify(user.passwordHash, currentPassword))) throw new BadRequestError('current_password is incorrect');
+  user.passwordHash = await passwords.hash(newPassword);
   user.updatedAt = new Date();
   recordAudit(em, actor, { action: 'auth.password_change', resourceType: 'user', resourceId: user.id });
   await em.flush();

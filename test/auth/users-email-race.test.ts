@@ -7,6 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import t from 'tap';
+import { loadConfig } from '../../src/config.js';
 import { assertError } from '../support/assertions.js';
 import { adminTestApp, testBackends } from '../support/test-app.js';
 
@@ -14,7 +15,8 @@ const taken = (email: string) => `A user with email ${email} already exists`;
 
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
-    const { app, cookie, services } = await adminTestApp(t, backend);
+    // The default cost, so that the hash takes the time it takes in production.
+    const { app, cookie, services } = await adminTestApp(t, backend, { passwordHashCost: loadConfig({}).passwordHashCost });
     const createUser = (email: string) =>
       app.inject({ method: 'POST', url: '/v1/admin/users', headers: { cookie }, payload: { email, password: 'race-password', role: 'viewer' } });
     const holders = async (email: string) =>

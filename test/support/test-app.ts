@@ -17,6 +17,8 @@ import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 export type Backend = 'pglite' | 'postgresql';
 
+const TEST_PASSWORD_HASH_COST = { memoryKib: 8, iterations: 1, parallelism: 1 };
+
 /** PGlite always; PostgreSQL too when TEST_DATABASE_URL is set (as .ci/run does). */
 export function testBackends(): Backend[] {
   return process.env.TEST_DATABASE_URL ? ['pglite', 'postgresql'] : ['pglite'];
@@ -109,6 +111,9 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     warmUpIndexes: false,
     // The suite must not depend on the host's free space (test/storage/disk-space sets it).
     minFreeDiskBytes: 0,
+    // Argon2id's least cost: at the default (64 MiB, 3 passes) each of the suite's some 600 hashes
+    // took 0.4 s of CPU (test/auth/password-hash-cost and users-email-race use real costs).
+    passwordHashCost: TEST_PASSWORD_HASH_COST,
     ...overrides,
     databaseUrl,
   };
