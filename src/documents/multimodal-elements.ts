@@ -1,5 +1,6 @@
 import type { CollectionRecord } from '../db/entities/index.js';
 import { sameHeadingPath } from '../parsing/heading-trail.js';
+import { isPixelCount } from '../parsing/picture-sizes.js';
 import type { SqlRunner } from '../plugins.js';
 import { elementContentUrl } from './element-content.js';
 
@@ -11,12 +12,17 @@ export interface MultimodalElement {
   page: number | null;
   heading_path: string[];
   content_type: string | null;
+  /** In pixels, as shown; null for a picture whose size could not be read. */
+  width: number | null;
+  height: number | null;
   caption: string | null;
   content_url: string;
 }
 
 interface ImageRow {
   id: string; document_id: string; type: string; text: string; page: number | null; heading_path: string[]; content_type: string | null; caption: string | null;
+  /** Whatever the element's metadata holds (a plugin parser's too). */
+  width: unknown; height: unknown;
 }
 
 interface ResultLike {
@@ -34,7 +40,8 @@ export async function attachMultimodalElements(sql: SqlRunner, collection: Colle
   const documentIds = [...new Set(results.map((result) => result.document_id).filter((id): id is string => id !== null))];
   const images = collection.multimodalEnabled && documentIds.length > 0
     ? await sql<ImageRow>(
-      `select id, document_id, type, text, page, heading_path, content_type, caption from document_elements
+      `select id, document_id, type, text, page, heading_path, content_type, caption, metadata->'width' as width, metadata->'height' as height
+       from document_elements
        where document_id = any(?::uuid[]) and type = 'image' and storage_key is not null order by document_id, element_index`,
       [documentIds],
     )
@@ -46,7 +53,7 @@ export async function attachMultimodalElements(sql: SqlRunner, collection: Colle
       .filter((image) => (page !== undefined ? image.page === page : sameHeadingPath(Array.isArray(result.metadata.heading_path) ? result.metadata.heading_path : [], image.heading_path)))
       .map((image) => ({
         id: image.id, type: image.type, text: image.text, page: image.page, heading_path: image.heading_path,
-        content_type: image.content_type, caption: image.caption, content_url: elementContentUrl(collection.name, image.document_id, image.id),
+        content_type: image.content_type, width: isPixelCount(image.width) ? image.width : null, height: isPixelCount(image.height) ? image.height : null, caption: image.caption, content_url: elementContentUrl(collection.name, image.document_id, image.id),
       }));
   }
 }

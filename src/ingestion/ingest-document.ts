@@ -7,6 +7,7 @@ import type { StoredElementImages } from '../documents/element-files.js';
 import { embedChunkTexts, isRetryableEmbeddingFailure } from '../embedding/embed-chunk-texts.js';
 import { ProviderError } from '../errors.js';
 import { loadCodeLanguageNames } from '../parsing/code-language-names.js';
+import { withPictureSizes } from '../parsing/picture-sizes.js';
 import { storableParsedDocument } from '../parsing/storable-document.js';
 import type { DocumentElement, EmbeddingModel, Parser, SqlRunner, VectorStore } from '../plugins.js';
 import type { KeywordIndex } from '../search/keyword/keyword-index.js';
@@ -131,7 +132,8 @@ async function parseAndChunk(runtime: IngestionRuntime, collection: CollectionRe
     // Every parser's result passes here, whichever parser and thread made it: made storable once (a
     // NUL or half a surrogate pair failed the write), before images, chunks and rows are made from it.
     const own = await choice.parser.parse({ filename: row.filename, contentType: choice.contentType, data });
-    parsed = storableParsedDocument(await withAttachedFiles(runtime.parsers, own));
+    const storable = storableParsedDocument(await withAttachedFiles(runtime.parsers, own));
+    parsed = { ...storable, elements: withPictureSizes(storable.elements) };
   } catch (error) {
     throw asIngestionError('parsing', error, false);
   }

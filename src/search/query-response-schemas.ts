@@ -16,6 +16,8 @@ const MultimodalElement = Type.Object({
   page: Type.Union([Type.Integer(), Type.Null()], { description: 'the page of a PDF; null for other formats' }),
   heading_path: Type.Array(Type.String(), { description: 'the headings the image sits under' }),
   content_type: Type.Union([Type.String(), Type.Null()]),
+  width: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'pixels, as shown; null when the picture\'s size could not be read' }),
+  height: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'pixels, as shown; null when the picture\'s size could not be read' }),
   caption: Type.Union([Type.String(), Type.Null()], { description: 'the generated caption, when a captioning model is configured' }),
   content_url: Type.String({ description: 'path of the stored picture' }),
 }, { additionalProperties: false });

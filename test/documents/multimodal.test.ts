@@ -15,7 +15,20 @@ import { buildPdf, buildPng } from '../support/document-fixtures.js';
 import { buildTestApp, multipartUpload, setupAdmin, testBackends, waitForIngestion, type TestApp } from '../support/test-app.js';
 
 const PNG = buildPng(32, 24);
+/** A picture the test model cannot describe. */
+const BLURRED_PNG = buildPng(20, 20);
 const TINY_PNG = buildPng(2, 2);
+const BANNER_PNG = buildPng(40, 8);
+const TRACKING_GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+
+/** A JPEG header of a picture stored 40 wide and 20 high whose EXIF turns it a quarter (orientation 6): shown 20 × 40. */
+function turnedJpeg(): Buffer {
+  const ifd = Buffer.from([0x00, 0x01, 0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]);
+  const exif = Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), Buffer.from('MM\0*', 'latin1'), Buffer.from([0, 0, 0, 8]), ifd]);
+  const app1 = Buffer.concat([Buffer.from([0xff, 0xe1, 0x00, exif.length + 2]), exif]);
+  const sof0 = Buffer.from([0xff, 0xc0, 0x00, 0x11, 0x08, 0x00, 20, 0x00, 40, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01]);
+  return Buffer.concat([Buffer.from([0xff, 0xd8]), app1, sof0, Buffer.from([0xff, 0xd9])]);
+}
 
 function page(images: { diagrams: Buffer; svg?: boolean }) {
   const svg = images.svg ? `<img alt="vector art" src="data:image/svg+xml;base64,${Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>').toString('base64')}">` : '';
@@ -27,7 +40,7 @@ function page(images: { diagrams: Buffer; svg?: boolean }) {
 </body></html>`;
 }
 
-/** A model that reads images: it describes each by its size, and fails on pictures too small to see. */
+/** A model that reads images: it describes each by its content type, and fails on BLURRED_PNG. */
 function visionPlugin(calls: ChatMessage[][]): PluginDefinition<'llm'> {
   const model: LanguageModel = {
     name: 'test-vision',
@@ -36,7 +49,7 @@ function visionPlugin(calls: ChatMessage[][]): PluginDefinition<'llm'> {
       calls.push(messages);
       const image = messages.flatMap((message) => message.images ?? [])[0];
       if (!image) throw new Error('no image sent');
-      if (image.data.length < 100) throw new Error('the picture is too small to describe');
+      if (image.data.equals(BLURRED_PNG)) throw new Error('the picture is too blurred to describe');
       return `A gradient swatch in ${image.contentType} format showing the marina.`;
     },
     async *stream() {
@@ -78,7 +91,7 @@ for (const backend of testBackends()) {
 
     const atlas = await collection({ name: 'atlas', multimodal_enabled: true, multimodal_enrichment_enabled: true });
     const pageId = await upload('atlas', 'atlas.html', page({ diagrams: PNG, svg: true }), 'text/html');
-    const tinyId = await upload('atlas', 'tiny.html', page({ diagrams: TINY_PNG }).replace('Harbour atlas', 'Marina sketch'), 'text/html');
+    const blurredId = await upload('atlas', 'blurred.html', page({ diagrams: BLURRED_PNG }).replace('Harbour atlas', 'Marina sketch'), 'text/html');
     await waitForIngestion(app, 'atlas', admin);
 
     await t.test('image elements are stored, listed with their picture and caption', async (t) => {
@@ -97,8 +110,8 @@ for (const backend of testBackends()) {
       t.ok(sent, 'the picture itself went to the model through the llm contract');
       t.match(sent?.[0]?.content, /Describe this image/);
 
-      const failed = (await elements('atlas', tinyId)).find((element: any) => element.type === 'image');
-      t.match(failed, { caption: null, caption_status: 'failed', caption_error: /too small to describe/ }, 'a model failure is recorded, the document still ingests');
+      const failed = (await elements('atlas', blurredId)).find((element: any) => element.type === 'image');
+      t.match(failed, { caption: null, caption_status: 'failed', caption_error: /too blurred to describe/ }, 'a model failure is recorded, the document still ingests');
       const text = (await elements('atlas', pageId)).filter((element: any) => element.type !== 'image');
       t.ok(text.every((element: any) => !('content_url' in element)), 'text elements carry no picture fields');
     });
@@ -117,7 +130,7 @@ for (const backend of testBackends()) {
 
       const textElement = (await elements('atlas', pageId)).find((element: any) => element.type === 'paragraph');
       assertError(t, await app.inject({ url: `/v1/collections/atlas/documents/${pageId}/elements/${textElement.id}/content`, headers: admin }), 404, /no stored content/, 'a text element');
-      assertError(t, await app.inject({ url: `/v1/collections/atlas/documents/${tinyId}/elements/${png.id}/content`, headers: admin }), 404, /not found/, 'an element of another document');
+      assertError(t, await app.inject({ url: `/v1/collections/atlas/documents/${blurredId}/elements/${png.id}/content`, headers: admin }), 404, /not found/, 'an element of another document');
       assertError(t, await app.inject({ url: `/v1/collections/atlas/documents/${pageId}/elements/not-a-uuid/content`, headers: admin }), 400, undefined, 'not a uuid');
     });
 
@@ -133,6 +146,29 @@ for (const backend of testBackends()) {
       t.ok(plain.results.every((result: any) => !('multimodal_elements' in result)), 'absent without multimodal: true');
       const captioned = await query('atlas', { query: 'gradient swatch marina' });
       t.ok(captioned.results.some((result: any) => result.document_id === pageId), 'an image is found by its caption');
+    });
+
+    await t.test('pictures carry their size; those under 16 pixels a side are left out', async (t) => {
+      const picture = (alt: string, type: string, data: Buffer) => `<img alt="${alt}" src="data:${type};base64,${data.toString('base64')}">`;
+      const id = await upload('atlas', 'newsletter.html', `<html><body><h1>Marina newsletter</h1>
+<p>The slipway reopens on Monday after the winter repairs.</p>
+${picture('slipway plan', 'image/png', PNG)}${picture('', 'image/gif', TRACKING_GIF)}${picture('', 'image/png', BANNER_PNG)}
+${picture('check mark', 'image/png', TINY_PNG)}${picture('crane at dusk', 'image/jpeg', turnedJpeg())}
+</body></html>`, 'text/html');
+      const captionsBefore = calls.length;
+      await waitForIngestion(app, 'atlas', admin);
+      const images = (await elements('atlas', id)).filter((element: any) => element.type === 'image');
+      t.same(images.map((element: any) => [element.text.replace(/\s+A gradient[\s\S]*$/, ''), element.metadata.width, element.metadata.height, element.content_type]), [
+        ['slipway plan', 32, 24, 'image/png'],
+        ['check mark', 2, 2, null],
+        ['crane at dusk', 20, 40, 'image/jpeg'],
+      ], 'the tracking pixel and the 8-pixel banner are gone; the check mark keeps its alt text without its picture; the JPEG is measured as shown');
+      t.equal(images[1].content_url, null, 'no picture is stored for the check mark');
+      t.equal(elementFiles(ctx, atlas.id, id).length, 2, 'two pictures stored');
+      t.equal(calls.length - captionsBefore, 2, 'and two sent to the caption model');
+      const slipway = await query('atlas', { query: 'slipway reopens winter repairs', multimodal: true, top_k: 1 });
+      t.equal(slipway.results[0].document_id, id);
+      t.same(slipway.results[0].multimodal_elements.map((element: any) => [element.width, element.height]), [[32, 24], [20, 40]], 'multimodal_elements say each picture\'s size');
     });
 
     await t.test('PDF pictures match results by page', async (t) => {

@@ -77,7 +77,7 @@ for (const backend of testBackends()) {
         ['paragraph', 'Source: harbour master', ['Harbour rules', 'Annex']],
       ], 'no deleted text, comment or table of contents; the repeated empty rows left out');
       const chart = elements.find((element) => element.type === 'image')!;
-      t.match(chart, { metadata: { content_type: 'image/png' }, content_url: /\/content$/ }, 'a picture keeps its bytes');
+      t.match(chart, { metadata: { content_type: 'image/png', width: 32, height: 24 }, content_url: /\/content$/ }, 'a picture keeps its bytes, and its size is read');
       const picture = await app.inject({ url: chart.content_url!, headers: admin });
       t.same(picture.rawPayload, buildPng(), 'the picture as it was in the document');
 

@@ -81,7 +81,7 @@ for (const backend of testBackends()) {
       t.equal(elements[6]!.metadata.speaker_notes, true, 'the notes say they are notes');
       t.notOk(elements[4]!.metadata.speaker_notes);
       const [chart, logo] = elements.filter((element) => element.type === 'image');
-      t.match(chart, { metadata: { content_type: 'image/png' }, content_url: /\/content$/ }, 'a picture keeps its bytes');
+      t.match(chart, { metadata: { content_type: 'image/png', width: 32, height: 24 }, content_url: /\/content$/ }, 'a picture keeps its bytes, and its size is read');
       const picture = await app.inject({ url: chart!.content_url!, headers: admin });
       t.equal(picture.statusCode, 200);
       t.same(picture.rawPayload, buildPng(), 'the picture as it was in the deck');

@@ -9,6 +9,7 @@
  * every page is one picture).
  */
 import { createHash } from 'node:crypto';
+import { MIN_PICTURE_SIDE } from '../../../src/parsing/picture-sizes.js';
 import { encodePng, type RawImage } from '../../../src/parsing/png-encoder.js';
 
 /** The parts of pdfjs's API used here (pdfjs-dist/legacy/build/pdf.mjs). */
@@ -40,7 +41,6 @@ export interface PageImage {
   height: number;
 }
 
-const MIN_SIDE = 16;
 /** An object pdfjs never resolves (it should resolve failures with null) must not hang the parse. */
 const OBJECT_WAIT_MS = 10_000;
 
@@ -92,7 +92,8 @@ async function paintedImages(page: PdfPageWithImages, api: PdfjsImageApi): Promi
 export async function extractPageImages(page: PdfPageWithImages, api: PdfjsImageApi, seen: Set<string>): Promise<PageImage[]> {
   const pictures: PageImage[] = [];
   for (const image of await paintedImages(page, api)) {
-    if (image.width < MIN_SIDE || image.height < MIN_SIDE) continue;
+    // Before decoding, what ingestion would drop anyway (withPictureSizes).
+    if (image.width < MIN_PICTURE_SIDE || image.height < MIN_PICTURE_SIDE) continue;
     const raw = rawImage(image, api);
     if (!raw) continue;
     const fingerprint = createHash('sha1').update(`${raw.width}x${raw.height}x${raw.channels}:`).update(raw.data).digest('hex');
