@@ -14,15 +14,18 @@ export class PeriodicRounds {
   /** `work` names the work in log lines: "vacuuming the tables" gives "vacuuming the tables works again". */
   constructor(
     private readonly round: () => Promise<void>,
-    private readonly options: { intervalMs: number; logger: FastifyBaseLogger; work: string },
+    private readonly options: { intervalMs: number; logger: FastifyBaseLogger; work: string; firstRoundAtStart?: boolean },
   ) {}
 
+  /** The first round comes one interval later, or at once with `firstRoundAtStart`. */
   start(): void {
     if (this.timer || this.options.intervalMs <= 0) return;
-    this.timer = setInterval(() => {
+    const runRound = () => {
       this.running ??= this.attempt().finally(() => { this.running = undefined; });
-    }, this.options.intervalMs);
+    };
+    this.timer = setInterval(runRound, this.options.intervalMs);
     this.timer.unref();
+    if (this.options.firstRoundAtStart) runRound();
   }
 
   async stop(): Promise<void> {

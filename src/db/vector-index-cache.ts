@@ -29,7 +29,11 @@ export async function readVectorIndexCache(sql: SqlRunner): Promise<VectorIndexC
   return { index_bytes: Number(row!.index_bytes), shared_buffers_bytes: Number(row!.shared_buffers_bytes) };
 }
 
-/** Checks every `intervalMs` (with the table upkeep's interval) and warns as the indexes outgrow the cache. */
+/**
+ * Checks at start, then every `intervalMs` (with the table upkeep's interval), and warns as the
+ * indexes outgrow the cache: an operator reading the start's log lines sees it there, not a minute
+ * later.
+ */
 export class VectorIndexCacheWatch {
   private readonly rounds: PeriodicRounds;
   /** The index size last warned about; 0 when the indexes fit. */
@@ -37,7 +41,7 @@ export class VectorIndexCacheWatch {
 
   constructor(private readonly sql: SqlRunner, private readonly logger: FastifyBaseLogger, intervalMs: number) {
     this.rounds = new PeriodicRounds(async () => this.observe(await readVectorIndexCache(this.sql)), {
-      intervalMs, logger, work: 'checking the size of the vector indexes against shared_buffers',
+      intervalMs, logger, work: 'checking the size of the vector indexes against shared_buffers', firstRoundAtStart: true,
     });
   }
 

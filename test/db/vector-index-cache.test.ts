@@ -37,3 +37,24 @@ t.test('warns when the indexes outgrow the cache, again when they double, and an
   watch.observe({ index_bytes: 1100 * MB, shared_buffers_bytes: 1024 * MB });
   t.equal(warnings.length, 3, 'outgrown again after fitting: a first warning again');
 });
+
+t.test('the first check comes at start, not an interval later', async (t) => {
+  const { logger, warnings } = recordingLogger();
+  const reads: string[] = [];
+  const sql = (async (statement: string) => {
+    reads.push(statement);
+    return [{ index_bytes: String(225 * MB), shared_buffers_bytes: 128 * MB }];
+  }) as unknown as SqlRunner;
+  const watch = new VectorIndexCacheWatch(sql, logger, 3_600_000);
+  watch.start();
+  // stop() waits for the round in progress.
+  await watch.stop();
+  t.equal(reads.length, 1, 'the catalog is read once at start');
+  t.equal(warnings.length, 1, 'and the warning is given then');
+  t.match(warnings[0]!.message, /^pgvector's HNSW indexes take 225 MB, more than PostgreSQL's shared_buffers \(128 MB\)/);
+
+  const off = new VectorIndexCacheWatch(sql, logger, 0);
+  off.start();
+  await off.stop();
+  t.equal(reads.length, 1, 'an interval of 0 turns the check off, the first one too');
+});
