@@ -139,6 +139,7 @@ for (const backend of testBackends()) {
       const hit = diagrams.results.find((result: any) => result.document_id === pageId && /cranes/.test(result.text));
       t.ok(hit, 'the Diagrams section is found');
       t.same(hit.multimodal_elements.map((element: any) => element.content_type), ['image/png', 'image/svg+xml']);
+      t.same(hit.multimodal_elements.map((element: any) => [element.width, element.height]), [[32, 24], [null, null]], 'a size, or null where the picture gives none (an SVG without width and height)');
       t.match(hit.multimodal_elements[0], { type: 'image', heading_path: ['Harbour atlas', 'Diagrams'], caption: /gradient swatch/, content_url: /\/content$/ });
       const tides = await query('atlas', { query: 'tide tables high water dawn', multimodal: true, top_k: 1 });
       t.same(tides.results[0].multimodal_elements, [], 'a section without pictures has none');

@@ -111,8 +111,8 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
     warmUpIndexes: false,
     // The suite must not depend on the host's free space (test/storage/disk-space sets it).
     minFreeDiskBytes: 0,
-    // Argon2id's least cost: at the default (64 MiB, 3 passes) each of the suite's some 600 hashes
-    // took 0.4 s of CPU (test/auth/password-hash-cost and users-email-race use real costs).
+    // Argon2id's least cost: at the default (64 MiB, 3 passes) each hash took about 0.4 s of CPU, and
+    // nearly every test app sets up an admin (test/auth/password-hash-cost and users-email-race use real costs).
     passwordHashCost: TEST_PASSWORD_HASH_COST,
     ...overrides,
     databaseUrl,
