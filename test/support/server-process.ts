@@ -9,13 +9,13 @@ export interface ServerProcess {
 /**
  * The service in its own process from the TypeScript sources, as `npm start` runs it, answering
  * /health on env.PORT. It runs outside tap's coverage (package.json runs test/process with
- * --disable-coverage): the child's tsx-transpiled sources would otherwise be merged into the
+ * --disable-coverage): the child's transpiled sources would otherwise be merged into the
  * suite's coverage of the same files.
  */
 export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
   let output = '';
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, ['--import', './test/support/typescript-loader.mjs', 'src/main.ts'], {
     env: { ...inherited, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
