@@ -19,7 +19,7 @@ async function databaseOptions(t: Test, backend: string): Promise<DatabaseOption
   return { dataDir: path.join(directory, 'db') };
 }
 
-const hasMetadataIndexes = "select count(*)::int as count from pg_indexes where indexname in ('chunks_metadata_index', 'pgvector_embeddings_metadata_index')";
+const hasMetadataIndexes = "select count(*)::int as count from pg_indexes where indexname in ('chunks_metadata_index', 'pgvector_embeddings_metadata_index', 'documents_metadata_index')";
 
 for (const backend of testBackends()) {
   t.test(`${backend}: an empty database gets every migration; one a migration behind gets that one at the next start`, async (t) => {
@@ -31,8 +31,8 @@ for (const backend of testBackends()) {
     t.same(await pendingMigrations(fresh.orm), []);
 
     const latest = migrationNames.at(-1)!;
-    t.equal(latest, '0019-short-metadata-pending-list', 'this test undoes the latest migration by hand; a new one needs its own undo here');
-    await connection.execute('alter index chunks_metadata_index reset (gin_pending_list_limit)');
+    t.equal(latest, '0020-document-metadata-index', 'this test undoes the latest migration by hand; a new one needs its own undo here');
+    await connection.execute('drop index documents_metadata_index');
     await connection.execute('delete from schema_migrations where name = ?', [latest]);
     t.same(await pendingMigrations(fresh.orm), [latest], 'the check sees the missing migration');
     await fresh.close();
@@ -41,11 +41,12 @@ for (const backend of testBackends()) {
     t.teardown(() => reopened.close());
     t.same(await pendingMigrations(reopened.orm), []);
     const [indexes] = await reopened.orm.em.getConnection().execute<Array<{ count: number }>>(hasMetadataIndexes);
-    t.equal(indexes!.count, 2, 'both metadata indexes (migration 0018) are there');
+    t.equal(indexes!.count, 3, 'the metadata indexes of chunks and vector rows (migration 0018) and of documents are there');
     const optionsOf = async (index: string) => String((await reopened.orm.em.getConnection().execute<Array<{ reloptions: string[] | string | null }>>(
       'select reloptions from pg_class where relname = ?', [index],
     ))[0]!.reloptions);
-    t.match(await optionsOf('chunks_metadata_index'), /gin_pending_list_limit=64/, 'the start ran the missing migration: the chunks index keeps a short pending list');
+    t.match(await optionsOf('documents_metadata_index'), /gin_pending_list_limit=64/, 'the start ran the missing migration: the documents index, with a short pending list');
+    t.match(await optionsOf('chunks_metadata_index'), /gin_pending_list_limit=64/, 'the chunks index keeps a short pending list');
     t.match(await optionsOf('pgvector_embeddings_metadata_index'), /fastupdate=off/, 'the index over vector rows, never vacuumed by the service, keeps no pending entries');
     const names = await reopened.orm.em.getConnection().execute<Array<{ name: string }>>('select name from schema_migrations');
     t.equal(names.length, migrationNames.length, 'and recorded it once, nothing run twice');

@@ -27,6 +27,7 @@ export const migrationNames: readonly string[] = [
   '0017-keyword-packed-postings',
   '0018-metadata-containment-indexes',
   '0019-short-metadata-pending-list',
+  '0020-document-metadata-index',
 ];
 
 export async function loadMigrations(): Promise<MigrationObject[]> {
