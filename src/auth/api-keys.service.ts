@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { recordAudit } from '../audit/audit.service.js';
 import { randomToken, sha256Hex } from '../crypto/tokens.js';
+import { isCollectionName } from '../collections/collection-input.js';
 import { ApiKey, Collection, type ApiKeyRecord } from '../db/entities/index.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import type { Actor, ApiKeyActor } from './actor.js';
@@ -10,7 +11,6 @@ import { scopeRefusal } from './scopes.js';
 
 export const API_KEY_PREFIX = 'svc_sk_';
 export const API_KEY_DISPLAY_PREFIX_LENGTH = 12;
-const COLLECTION_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** PostgreSQL's name for the foreign key of api_keys.collection_id (migration 0013). */
 const PIN_FOREIGN_KEY = 'api_keys_collection_id_fkey';
 
@@ -52,7 +52,7 @@ export class ApiKeyService {
       const refusal = scopeRefusal(scope);
       if (refusal) throw new BadRequestError(refusal);
     }
-    if (input.collection && !COLLECTION_NAME_PATTERN.test(input.collection)) {
+    if (input.collection && !isCollectionName(input.collection)) {
       throw new BadRequestError('collection must be 1-64 characters of letters, digits, "_" or "-"');
     }
     if (input.expires_at) {

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Collection, type CollectionRecord } from '../db/entities/index.js';
 import type { SqlRunner } from '../plugins.js';
+import { isCollectionName } from './collection-input.js';
 
 /**
  * Collections by name, kept in memory for `ttlMs`: every query and upload starts with this lookup,
@@ -15,6 +16,9 @@ export class CollectionDirectory {
   constructor(private readonly fork: () => EntityManager, private readonly ttlMs = 2000) {}
 
   async find(name: string): Promise<CollectionRecord | null> {
+    // No collection has such a name (created ones match the pattern), and a name from a request body
+    // may hold what a statement cannot carry: a NUL character failed the lookup, answered with 503.
+    if (!isCollectionName(name)) return null;
     const cached = this.byName.get(name);
     if (cached && Date.now() - cached.loadedAt <= this.ttlMs) return cached.record;
     const record = await this.fork().findOne(Collection, { name }, { disableIdentityMap: true });

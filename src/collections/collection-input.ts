@@ -9,6 +9,12 @@ import { MAX_EMBEDDING_DIMENSION } from '../vectors/unit-vector.js';
 
 export const EMBEDDING_PROVIDERS = ['local', 'openai', 'cohere', 'voyage', 'openai_compatible'] as const;
 export const COLLECTION_NAME_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
+const collectionNameExpression = new RegExp(COLLECTION_NAME_PATTERN);
+
+/** Whether a collection could have this name: every one is created through the pattern above. */
+export function isCollectionName(name: string): boolean {
+  return collectionNameExpression.test(name);
+}
 
 /** Collection fields (spec 2.3, defaults in api-contract 3); `reranking_base_url` is the contract's addition. */
 export const CollectionCreateBody = Type.Object({

@@ -584,6 +584,11 @@ for (const backend of testBackends()) {
 
       const unknown = await request('POST', '/v1/query', { query: 'quasar', collections: ['multi_a', 'no_such_collection'] });
       t.match(await refused(t, unknown, 404, 'unknown collection'), /no_such_collection/);
+      // A name no collection can have is not looked up: a NUL character made the lookup fail, a 503.
+      for (const name of ['multi\u0000a', 'multi a', 'multi_a!']) {
+        const impossible = await request('POST', '/v1/query', { query: 'quasar', collections: ['multi_a', name] });
+        t.equal(await refused(t, impossible, 404, `collection ${JSON.stringify(name)}`), `Collection ${name} not found`);
+      }
     });
 
     await t.test('/v1/batch/query', async (t) => {
@@ -594,13 +599,14 @@ for (const backend of testBackends()) {
           { collection: 'tenants', query: 'apple' },
           { collection: 'tenants', query: 'apple', search_mode: 'keyword', filters: { tenant: 'a' } },
           { collection: 'fixture', query: QUERY, search_mode: 'semantic', top_k: 1 },
+          { collection: 'fix\u0000ture', query: QUERY },
         ],
       });
       t.equal(response.statusCode, 200, response.body);
       const { results } = response.json() as { results: Array<Record<string, any>> };
-      t.equal(results.length, 5, 'one entry per item');
+      t.equal(results.length, 6, 'one entry per item');
       t.same(results.map((item) => [item.collection, item.query]), [
-        ['fixture', QUERY], ['no_such_collection', 'anything'], ['tenants', 'apple'], ['tenants', 'apple'], ['fixture', QUERY],
+        ['fixture', QUERY], ['no_such_collection', 'anything'], ['tenants', 'apple'], ['tenants', 'apple'], ['fixture', QUERY], ['fix\u0000ture', QUERY],
       ], 'in order');
       t.same(results[0]!.results.map((result: Result) => result.id), keywordOrder);
       t.equal(results[0]!.total, 2);
@@ -613,6 +619,7 @@ for (const backend of testBackends()) {
       t.match(results[2]!.error.detail, /filters\.tenant\b/);
       t.same(results[3]!.results.map((result: Result) => result.id).sort(), ['a1', 'a2'], 'tenant item with its filter: only a');
       t.same(results[4]!.results.map((result: Result) => result.id), ['S']);
+      t.same(results[5]!.error, { status: 404, detail: 'Collection fix\u0000ture not found' }, 'a name no collection can have (a NUL): item error 404, the other items answered');
     });
 
     await t.test('bad input: 400 with a detail, nothing changed', async (t) => {
