@@ -1,4 +1,4 @@
-import { setImmediate as nextEventLoopTurn } from 'node:timers/promises';
+import { setImmediate as nextEventLoopTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SqlRunner } from '../plugins.js';
 import { markLostConnection } from './connection-failures.js';
@@ -25,13 +25,38 @@ export function createSqlRunner(db: Database): SqlRunner {
   // Statements outside a transaction only borrow the fork's connection, so one fork serves them all
   // (a fork per statement was ~0.06 ms of every query on the embedded database).
   const outsideTransaction = run(db.fork());
-  const runner = (async <Row>(query: string, params: unknown[] = []) => outsideTransaction<Row>(query, params)) as SqlRunner;
+  const runner = (async <Row>(query: string, params: unknown[] = []) => retryingDeadlocks(() => outsideTransaction<Row>(query, params))) as SqlRunner;
   Object.assign(runner, {
     dialect: db.kind,
     transaction: <T>(work: Parameters<SqlRunner['transaction']>[0]) =>
       db.fork().transactional((tx) => work(run(tx)) as Promise<T>),
   });
   return runner;
+}
+
+/** Retries after a deadlock: 3, each after a random 10-60 ms, so the two sides do not meet again at once. */
+const DEADLOCK_RETRIES = 3;
+
+/**
+ * PostgreSQL ends one statement of a deadlock (SQLSTATE 40P01) and lets the other finish. Outside a
+ * transaction the ended statement was rolled back whole, so it is run again, as PostgreSQL's
+ * documentation advises. A collection truncated while raw vectors replaced some of its rows
+ * deadlocked this way (the delete and the upsert lock the same rows in other orders) and the upsert
+ * was a 500. Statements inside `transaction` are not retried alone: their transaction is aborted.
+ */
+async function retryingDeadlocks<T>(statement: () => Promise<T>): Promise<T> {
+  for (let retry = 0; ; retry++) {
+    try {
+      return await statement();
+    } catch (error) {
+      if (!isDeadlock(error) || retry >= DEADLOCK_RETRIES) throw error;
+      await sleep(10 + Math.random() * 50);
+    }
+  }
+}
+
+export function isDeadlock(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '40P01';
 }
 
 /** Raw knex errors, unlike MikroORM's, are not told apart: a lost connection is marked so that callers tell it from a failed statement. */

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { isDatabaseUnavailable } from '../db/connection-failures.js';
+import { isDeadlock } from '../db/sql-runner.js';
 import { AppError } from '../errors.js';
 import { isDiskFull } from '../storage/disk-space.js';
 import { AllowedMethods } from './allowed-methods.js';
@@ -42,7 +43,8 @@ function methodNotAllowed(reply: FastifyReply, method: string, path: string, all
 /**
  * Maps every failure to `{detail}` (api-contract 1): typed service errors, schema validation,
  * Fastify's own body errors, unknown routes (404) and known paths with the wrong method (405).
- * A database that cannot be reached is a 503 with Retry-After, a full disk a 507. Anything else is
+ * A database that cannot be reached, or a deadlock that ended the request's statement, is a 503
+ * with Retry-After, a full disk a 507. Anything else is
  * a 500 that is logged with its request id and never leaks a stack.
  */
 export const errorHandler = fp(async (app: FastifyInstance) => {
@@ -99,6 +101,13 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
       request.log.warn({ err: error }, 'request failed: the database is unavailable');
       return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
         .send({ detail: 'The database is unavailable (down, restarting or out of connections); try again shortly', code: 'database_unavailable', request_id: request.id });
+    }
+    if (isDeadlock(error)) {
+      // Another request held rows this one needed while waiting for rows it held; PostgreSQL ended
+      // this side. Single statements are retried where they run (sql-runner.ts); this one was not.
+      request.log.warn({ err: error }, 'request failed: a deadlock with another request');
+      return reply.code(503).header('retry-after', '1')
+        .send({ detail: 'The database ended this request to resolve a deadlock with a concurrent request; send it again', code: 'database_deadlock', request_id: request.id });
     }
     if (isDiskFull(error)) {
       // Past MIN_FREE_DISK_MB's check (another process filled the disk, or the check is off), or the database's own disk.

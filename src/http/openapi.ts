@@ -55,7 +55,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   415: 'Unsupported media type',
   422: 'The Idempotency-Key was used before for a different request',
   502: 'The embedding or reranking provider failed or could not be reached (its message in `detail`, keys redacted)',
-  503: 'Unavailable for now: the database does not answer (down, restarting, out of connections; `Retry-After` says when to try again), the service is stopping, or another replica holds the same write',
+  503: 'Unavailable for now: the database does not answer (down, restarting, out of connections; `Retry-After` says when to try again), it ended the request to resolve a deadlock with a concurrent one, the service is stopping, or another replica holds the same write',
   507: 'The disk holding DATA_DIR is (nearly) full: less than MIN_FREE_DISK_MB would be left; nothing of the request was kept',
 };
 

@@ -120,16 +120,20 @@ async function refuseUnwrittenIds(sql: SqlRunner, collection: CollectionRecord, 
  * completes them. When this fails too (the database is away), the retry replaces everything.
  */
 async function takeBackUpsert(runtime: RawVectorRuntime, collection: CollectionRecord, keys: Array<number | null>, previous: StoredChunk[]): Promise<void> {
+  const written = new Set(keys.filter((key) => key !== null));
   const replaced = new Set(previous.map((row) => row.key));
-  const added = keys.filter((key): key is number => key !== null && !replaced.has(key));
+  const added = [...written].filter((key) => !replaced.has(key));
+  // Only rows this upsert wrote over: when its insert failed (one statement, so nothing of it was
+  // written), putting the rows read before it back would bring back any a truncate had deleted since.
+  const overwritten = previous.filter((row) => written.has(row.key));
   try {
     await removeFromIndexes(runtime.indexes, collection.id, added);
     await deleteChunksByKey(runtime.sql, added);
-    const restored = await insertChunks(runtime.sql, collection.id, previous.map((row) => ({
+    const restored = await insertChunks(runtime.sql, collection.id, overwritten.map((row) => ({
       id: row.id, documentId: null, chunkIndex: row.chunk_index, text: row.text, metadata: row.metadata, tenant: row.tenant,
     })));
     // Not for a collection deleted meanwhile (null keys): its index is gone and must stay so.
-    const back = previous.filter((_, index) => restored[index] !== null);
+    const back = overwritten.filter((_, index) => restored[index] !== null);
     await runtime.indexes.keywordIndex.add(collection.id, back.map((row) => ({ key: row.key, text: row.text, metadata: row.metadata, tenant: row.tenant })));
     await runtime.directory.recordWrite(runtime.sql, collection.id);
   } catch {
