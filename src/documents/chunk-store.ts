@@ -123,7 +123,8 @@ export async function deleteDocumentRows(sql: SqlRunner, collectionId: string, d
 }
 
 export interface DeletedCollectionRows {
-  documents: number;
+  /** The documents deleted, with the key of each one's stored original (null: kept in the database). */
+  documents: Array<{ id: string; storageKey: string | null }>;
   /** The pending_index_removals record of the deleted chunks' keys, null when no chunk went. */
   owedRemovalId: number | null;
 }
@@ -137,17 +138,23 @@ export interface DeletedCollectionRows {
  * ingestion finds its rows gone and removes its entries itself (removeEntriesOfDeletedRows).
  */
 export async function deleteCollectionRows(sql: SqlRunner, collectionId: string): Promise<DeletedCollectionRows> {
-  const [row] = await sql<{ documents: string | number; owed_removal_id: string | number | null }>(
+  const [row] = await sql<{ documents: Array<{ id: string; storage_key: string | null }> | string; owed_removal_id: string | number | null }>(
     `with chunks_gone as (delete from chunks where collection_id = ? returning key),
-       documents_gone as (delete from documents where collection_id = ? returning id),
+       documents_gone as (delete from documents where collection_id = ? returning id, storage_key),
        owed as (
          insert into pending_index_removals (collection_id, chunk_keys)
          select ?::uuid, array_agg(key) from chunks_gone having count(*) > 0
          returning id)
-     select (select count(*) from documents_gone) as documents, (select id from owed) as owed_removal_id`,
+     select (select coalesce(json_agg(json_build_object('id', id, 'storage_key', storage_key)), '[]') from documents_gone) as documents,
+       (select id from owed) as owed_removal_id`,
     [collectionId, collectionId, collectionId],
   );
-  return { documents: Number(row!.documents), owedRemovalId: row!.owed_removal_id === null ? null : Number(row!.owed_removal_id) };
+  // json comes back parsed from PostgreSQL's driver, as text from PGlite's.
+  const documents = typeof row!.documents === 'string' ? JSON.parse(row!.documents) as Array<{ id: string; storage_key: string | null }> : row!.documents;
+  return {
+    documents: documents.map((document) => ({ id: document.id, storageKey: document.storage_key })),
+    owedRemovalId: row!.owed_removal_id === null ? null : Number(row!.owed_removal_id),
+  };
 }
 
 export async function deleteChunksByKey(sql: SqlRunner, keys: number[]): Promise<void> {

@@ -63,17 +63,38 @@ export async function removeDocuments(runtime: RemovalRuntime, collection: Colle
  */
 export async function truncateCollection(runtime: RemovalRuntime, collection: CollectionRecord): Promise<number> {
   const deleted = await deleteCollectionRows(runtime.sql, collection.id);
-  // Open sessions' files are under the collection's prefix too, which goes below.
-  await runtime.sql('delete from upload_sessions where collection_id = ?', [collection.id]);
+  // The deleted sessions' files, read in the statement that deletes them (their rows go by cascade).
+  const sessionFiles = await runtime.sql<{ storage_key: string }>(
+    `with sessions_gone as (delete from upload_sessions where collection_id = ? returning id)
+     select storage_key from upload_session_files where session_id in (select id from sessions_gone)`, [collection.id],
+  );
   await runtime.sql('delete from document_batches where collection_id = ?', [collection.id]);
   await dropCollectionIndexes(runtime.indexes, collection);
   await runtime.directory.recordWrite(runtime.sql, collection.id);
   await settleIndexRemoval(runtime.sql, deleted.owedRemovalId);
-  await runtime.files.remove(collection.id);
+  // The files of the rows deleted, not the collection's whole prefix: an upload racing the truncate
+  // stores its file before its document exists, and that document outlives the truncate. Removing
+  // the prefix took such files from their documents (which then failed: "the original file is
+  // missing") and failed the truncate when a file arrived while the directory was being removed.
+  const keys = [
+    ...deleted.documents.flatMap((document) => [...(document.storageKey ? [document.storageKey] : []), elementFilesPrefix(collection.id, document.id)]),
+    ...sessionFiles.map((file) => file.storage_key),
+  ];
+  await removeFiles(runtime.files, keys);
   if (!await prepareIndexesOfLiveCollection(runtime.sql, runtime.indexes, collection)) {
     throw new NotFoundError(`Collection ${collection.name} not found: it was deleted while this request was handled`);
   }
-  return deleted.documents;
+  return deleted.documents.length;
+}
+
+/** Files removed at once; 16 at a time, since an S3 removal is a request or two. */
+const FILE_REMOVALS_AT_ONCE = 16;
+
+async function removeFiles(files: FileStore, keys: string[]): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(FILE_REMOVALS_AT_ONCE, keys.length) }, async () => {
+    while (next < keys.length) await files.remove(keys[next++]!);
+  }));
 }
 
 /** The parts of the services removal needs. */

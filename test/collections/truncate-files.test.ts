@@ -1,0 +1,38 @@
+/**
+ * A truncate removes the stored files of what it deletes (documents' originals, open upload
+ * sessions' files) and no other file under the collection: an upload racing the truncate stores its
+ * file before its document exists, and that document outlives the truncate. Removing the whole
+ * prefix took such files from their documents, which then failed ("the original file is missing").
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
+
+// Originals up to 64 KB stay in the database (ORIGINALS_IN_DATABASE_MAX_BYTES): these go to files.
+const largeText = (topic: string) => `${topic} notes. `.repeat(6000);
+
+for (const backend of testBackends()) {
+  t.test(`${backend}: a truncate removes its documents' and sessions' files, not a racing upload's`, async (t) => {
+    const { app, admin, services } = await adminTestApp(t, backend);
+    const collection = await createTestCollection(app, admin, { name: 'stored' });
+    const directory = path.join(services.config.dataDir, 'files', collection.id);
+    const storedFiles = () => (existsSync(directory) ? readdirSync(directory).sort() : []);
+
+    const upload = multipartUpload([{ filename: 'harbour.txt', content: largeText('harbour'), contentType: 'text/plain' }]);
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections/stored/documents', headers: { ...admin, ...upload.headers }, payload: upload.payload })).statusCode, 202);
+    await waitForIngestion(app, 'stored', admin);
+    const session = (await app.inject({ method: 'POST', url: '/v1/collections/stored/uploads', headers: admin })).json() as { id: string };
+    const sessionFile = multipartUpload([{ filename: 'glacier.txt', content: largeText('glacier'), contentType: 'text/plain' }]);
+    t.equal((await app.inject({ method: 'PUT', url: `/v1/collections/stored/uploads/${session.id}/files`, headers: { ...admin, ...sessionFile.headers }, payload: sessionFile.payload })).statusCode, 200);
+    t.equal(storedFiles().length, 2, 'the document\'s original and the session\'s file are stored');
+    // What an upload that has stored its file, and not yet made its document, leaves in the store.
+    await services.files.write(`${collection.id}/racing-upload`, Buffer.from('a file whose document is being created'));
+
+    const truncated = await app.inject({ method: 'POST', url: '/v1/collections/stored/truncate', headers: admin });
+    t.equal(truncated.statusCode, 200, truncated.body);
+    t.same(truncated.json(), { deleted_documents: 1 });
+    t.same(storedFiles(), ['racing-upload'], 'the deleted document\'s and session\'s files are gone, the racing upload\'s is kept');
+    t.equal((await app.inject({ url: `/v1/collections/stored/uploads/${session.id}`, headers: admin })).statusCode, 404, 'the session is gone');
+  });
+}
