@@ -82,11 +82,12 @@ export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files
     `insert into upload_session_files (id, session_id, filename, content_type, size_bytes, sha256, storage_key, document_id, created_at)
      select r.id, s.id, r.filename, r.content_type, r.size_bytes, r.sha256, r.storage_key, null, now() + r.ord * interval '1 microsecond'
      from jsonb_to_recordset(?::jsonb) as r(id uuid, ord int, filename text, content_type text, size_bytes bigint, sha256 text, storage_key text)
-     cross join (select id from upload_sessions where id = ? and status = 'open') as s
+     cross join (select id from upload_sessions where id = ? and status = 'open' for key share) as s
      returning id`,
     [JSON.stringify(rows), session.id],
   );
-  // Completed or cancelled while the files were streaming in.
+  // Completed or cancelled while the files were streaming in, or deleted (a truncate): the lock makes
+  // a deletion in flight end first, where the rows went in and failed their foreign key (a 500).
   if (inserted.length === 0 && rows.length > 0) throw await noLongerOpen(sql, session, 'take files');
   const [updated] = await sql<SessionRow>('update upload_sessions set updated_at = now() where id = ? returning *', [session.id]);
   return { session: updated ?? session, added: rows.map((row) => row.id) };
@@ -99,7 +100,7 @@ export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files
  */
 async function noLongerOpen(sql: SqlRunner, session: SessionRow, action: string): Promise<ConflictError | NotFoundError> {
   const [row] = await sql<SessionRow>('select * from upload_sessions where id = ?', [session.id]);
-  return row ? wrongState(row, action) : new NotFoundError(`Upload session ${session.id} not found: it was deleted with its collection while this request was handled`);
+  return row ? wrongState(row, action) : new NotFoundError(`Upload session ${session.id} not found: it was deleted (its collection truncated or deleted) while this request was handled`);
 }
 
 async function sessionFiles(sql: SqlRunner, sessionId: string): Promise<SessionFileRow[]> {
@@ -137,7 +138,9 @@ export async function completeSession(runtime: IntakeRuntime, collection: Collec
     [JSON.stringify(files.map((file, index) => ({ id: file.id, document_id: admitted[index]!.document.id })))],
   );
   const [completing] = await runtime.sql<SessionRow>('update upload_sessions set batch_id = ?, updated_at = now() where id = ? returning *', [batchId, session.id]);
-  return { session: completing!, documents: admitted.map((entry) => serializeAdmitted(entry, collection.name)) };
+  // A truncate deleted the session meanwhile (and the documents made before it); this was a 500.
+  if (!completing) throw new NotFoundError(`Upload session ${session.id} not found: it was deleted (its collection truncated) while it was being completed`);
+  return { session: completing, documents: admitted.map((entry) => serializeAdmitted(entry, collection.name)) };
 }
 
 /** Cancels an open session and removes its stored files; the session stays readable as `cancelled`. */

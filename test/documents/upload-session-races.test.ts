@@ -1,0 +1,61 @@
+/**
+ * Upload sessions deleted while a request uses them (a truncate deletes every session of its
+ * collection), on PostgreSQL (the embedded database runs one statement at a time). A client of the
+ * test's own holds the deletion open until the request's statement waits for it, so the moment is
+ * certain; both were 500s, found by a probe racing truncates with sessions.
+ * - Files added as the session is deleted: they went in and failed their foreign key.
+ * - A completion whose session is deleted before its last write: it read back no session.
+ */
+import pg from 'pg';
+import t from 'tap';
+import { assertError } from '../support/assertions.js';
+import { adminTestApp, createTestCollection, multipartUpload } from '../support/test-app.js';
+
+async function waitUntilBlockedBy(sql: (query: string, params?: unknown[]) => Promise<Array<{ count: number }>>, pid: number): Promise<void> {
+  for (let waited = 0; (await sql('select count(*)::int as count from pg_stat_activity where ?::int = any(pg_blocking_pids(pid))', [pid]))[0]!.count === 0; waited += 20) {
+    if (waited > 10_000) throw new Error('the request never waited for the test\'s transaction');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+if (!process.env.TEST_DATABASE_URL) {
+  t.pass('PostgreSQL only (TEST_DATABASE_URL unset)');
+} else {
+  t.test('postgresql: a session deleted under a request is a 404, not a 500', async (t) => {
+    const { app, admin, services } = await adminTestApp(t, 'postgresql');
+    await createTestCollection(app, admin, { name: 'sessions' });
+    const other = new pg.Client({ connectionString: services.config.databaseUrl });
+    await other.connect();
+    t.teardown(() => other.end());
+    const otherPid = (await other.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+    const open = async () => (await app.inject({ method: 'POST', url: '/v1/collections/sessions/uploads', headers: admin })).json().id as string;
+    const put = (id: string, name: string) => {
+      const body = multipartUpload([{ filename: name, content: `${name} holds a few words about harbours`, contentType: 'text/plain' }]);
+      return app.inject({ method: 'PUT', url: `/v1/collections/sessions/uploads/${id}/files`, headers: { ...admin, ...body.headers }, payload: body.payload });
+    };
+
+    await t.test('files added while the session is deleted', async (t) => {
+      const id = await open();
+      await other.query('begin');
+      await other.query('delete from upload_sessions where id = $1', [id]);
+      const answer = put(id, 'late.txt');
+      await waitUntilBlockedBy(services.sql, otherPid);
+      await other.query('commit');
+      assertError(t, await answer, 404, /not found: it was deleted/);
+      t.same(await services.sql('select id from upload_session_files where session_id = ?', [id]), [], 'no file row left');
+    });
+
+    await t.test('a completion whose session is deleted before its last write', async (t) => {
+      const id = await open();
+      t.equal((await put(id, 'first.txt')).statusCode, 200);
+      // The completion has claimed the session when it opens its batch, which this lock holds up.
+      await other.query('begin');
+      await other.query('lock table document_batches in exclusive mode');
+      const answer = app.inject({ method: 'POST', url: `/v1/collections/sessions/uploads/${id}/complete`, headers: admin });
+      await waitUntilBlockedBy(services.sql, otherPid);
+      await other.query('delete from upload_sessions where id = $1', [id]);
+      await other.query('commit');
+      assertError(t, await answer, 404, /deleted \(its collection truncated\) while it was being completed/);
+    });
+  });
+}
