@@ -63,10 +63,12 @@ export async function removeDocuments(runtime: RemovalRuntime, collection: Colle
  */
 export async function truncateCollection(runtime: RemovalRuntime, collection: CollectionRecord): Promise<number> {
   const deleted = await deleteCollectionRows(runtime.sql, collection.id);
-  // The deleted sessions' files, read in the statement that deletes them (their rows go by cascade).
+  // The deleted open sessions' files, read in the statement that deletes them (their rows go by
+  // cascade). A session being completed hands its files to documents: those a completion creates
+  // after the documents' deletion outlive the truncate (a removal took their files in the race probe).
   const sessionFiles = await runtime.sql<{ storage_key: string }>(
-    `with sessions_gone as (delete from upload_sessions where collection_id = ? returning id)
-     select storage_key from upload_session_files where session_id in (select id from sessions_gone)`, [collection.id],
+    `with sessions_gone as (delete from upload_sessions where collection_id = ? returning id, status)
+     select storage_key from upload_session_files where session_id in (select id from sessions_gone where status = 'open')`, [collection.id],
   );
   await runtime.sql('delete from document_batches where collection_id = ?', [collection.id]);
   await dropCollectionIndexes(runtime.indexes, collection);

@@ -3,6 +3,7 @@
  * sessions' files) and no other file under the collection: an upload racing the truncate stores its
  * file before its document exists, and that document outlives the truncate. Removing the whole
  * prefix took such files from their documents, which then failed ("the original file is missing").
+ * The same holds for the files of a session being completed, which become its documents' files.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -25,14 +26,21 @@ for (const backend of testBackends()) {
     const session = (await app.inject({ method: 'POST', url: '/v1/collections/stored/uploads', headers: admin })).json() as { id: string };
     const sessionFile = multipartUpload([{ filename: 'glacier.txt', content: largeText('glacier'), contentType: 'text/plain' }]);
     t.equal((await app.inject({ method: 'PUT', url: `/v1/collections/stored/uploads/${session.id}/files`, headers: { ...admin, ...sessionFile.headers }, payload: sessionFile.payload })).statusCode, 200);
-    t.equal(storedFiles().length, 2, 'the document\'s original and the session\'s file are stored');
+    // A session a completion has claimed hands its files to the documents it is creating: documents
+    // created after the truncate's deletion outlive it, so its files are theirs to keep.
+    const claimed = (await app.inject({ method: 'POST', url: '/v1/collections/stored/uploads', headers: admin })).json() as { id: string };
+    const claimedFile = multipartUpload([{ filename: 'orchard.txt', content: largeText('orchard'), contentType: 'text/plain' }]);
+    t.equal((await app.inject({ method: 'PUT', url: `/v1/collections/stored/uploads/${claimed.id}/files`, headers: { ...admin, ...claimedFile.headers }, payload: claimedFile.payload })).statusCode, 200);
+    await services.sql("update upload_sessions set status = 'completing' where id = ?", [claimed.id]);
+    const [{ storage_key: claimedKey }] = await services.sql<{ storage_key: string }>('select storage_key from upload_session_files where session_id = ?', [claimed.id]) as [{ storage_key: string }];
+    t.equal(storedFiles().length, 3, 'the document\'s original and both sessions\' files are stored');
     // What an upload that has stored its file, and not yet made its document, leaves in the store.
     await services.files.write(`${collection.id}/racing-upload`, Buffer.from('a file whose document is being created'));
 
     const truncated = await app.inject({ method: 'POST', url: '/v1/collections/stored/truncate', headers: admin });
     t.equal(truncated.statusCode, 200, truncated.body);
     t.same(truncated.json(), { deleted_documents: 1 });
-    t.same(storedFiles(), ['racing-upload'], 'the deleted document\'s and session\'s files are gone, the racing upload\'s is kept');
+    t.same(storedFiles(), [path.basename(claimedKey), 'racing-upload'].sort(), 'the deleted document\'s and open session\'s files are gone; the racing upload\'s and the claimed session\'s are kept');
     t.equal((await app.inject({ url: `/v1/collections/stored/uploads/${session.id}`, headers: admin })).statusCode, 404, 'the session is gone');
   });
 }
