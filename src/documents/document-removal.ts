@@ -44,11 +44,16 @@ export async function removeDocuments(runtime: RemovalRuntime, collection: Colle
   await removeFromIndexes(runtime.indexes, collection.id, keys);
   await runtime.directory.recordWrite(runtime.sql, collection.id);
   await settleIndexRemoval(runtime.sql, owedRemovalId);
-  for (const document of documents) {
-    if (document.storageKey) await runtime.files.remove(document.storageKey);
-    // Pictures are stored before their element rows: a failed ingestion can leave some without rows.
-    await runtime.files.remove(elementFilesPrefix(collection.id, document.id));
-  }
+  await removeFiles(runtime.files, documentFileKeys(collection, documents));
+}
+
+/**
+ * A document's stored files: its original (unless kept in the database) and its element pictures'
+ * prefix, removed whether or not rows name them: pictures are stored before their element rows, so
+ * a failed ingestion can leave some without rows.
+ */
+function documentFileKeys(collection: CollectionRecord, documents: RemovableDocument[]): string[] {
+  return documents.flatMap((document) => [...(document.storageKey ? [document.storageKey] : []), elementFilesPrefix(collection.id, document.id)]);
 }
 
 /**
@@ -78,11 +83,7 @@ export async function truncateCollection(runtime: RemovalRuntime, collection: Co
   // stores its file before its document exists, and that document outlives the truncate. Removing
   // the prefix took such files from their documents (which then failed: "the original file is
   // missing") and failed the truncate when a file arrived while the directory was being removed.
-  const keys = [
-    ...deleted.documents.flatMap((document) => [...(document.storageKey ? [document.storageKey] : []), elementFilesPrefix(collection.id, document.id)]),
-    ...sessionFiles.map((file) => file.storage_key),
-  ];
-  await removeFiles(runtime.files, keys);
+  await removeFiles(runtime.files, [...documentFileKeys(collection, deleted.documents), ...sessionFiles.map((file) => file.storage_key)]);
   if (!await prepareIndexesOfLiveCollection(runtime.sql, runtime.indexes, collection)) {
     throw new NotFoundError(`Collection ${collection.name} not found: it was deleted while this request was handled`);
   }

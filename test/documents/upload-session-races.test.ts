@@ -9,17 +9,11 @@
 import pg from 'pg';
 import t from 'tap';
 import { assertError } from '../support/assertions.js';
+import { waitUntilBlockedBy } from '../support/lock-waits.js';
 import { adminTestApp, createTestCollection, multipartUpload } from '../support/test-app.js';
 
-async function waitUntilBlockedBy(sql: (query: string, params?: unknown[]) => Promise<Array<{ count: number }>>, pid: number): Promise<void> {
-  for (let waited = 0; (await sql('select count(*)::int as count from pg_stat_activity where ?::int = any(pg_blocking_pids(pid))', [pid]))[0]!.count === 0; waited += 20) {
-    if (waited > 10_000) throw new Error('the request never waited for the test\'s transaction');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 if (!process.env.TEST_DATABASE_URL) {
-  t.pass('PostgreSQL only (TEST_DATABASE_URL unset)');
+  t.plan(0, 'PostgreSQL only (TEST_DATABASE_URL unset)');
 } else {
   t.test('postgresql: a session deleted under a request is a 404, not a 500', async (t) => {
     const { app, admin, services } = await adminTestApp(t, 'postgresql');

@@ -1,7 +1,8 @@
 /**
  * Raw-vector upserts racing other writes, on PostgreSQL (the embedded database has one connection).
  *
- * An upsert that PostgreSQL ends to resolve a deadlock is run again, not answered with a 500. A collection truncated while an upsert replaced some of its vectors deadlocked this way: the
+ * An upsert that PostgreSQL ends to resolve a deadlock is run again, not answered with a 500. A
+ * collection truncated while an upsert replaced some of its vectors deadlocked this way: the
  * upsert's statement locks rows in the request's order, the truncate's delete in the table's. Here
  * a client of the test's own plays the other side: it holds the row of the upsert's second id, waits
  * until the upsert (having updated its first id) waits for that row, then asks for the first id's
@@ -14,12 +15,13 @@
  */
 import pg from 'pg';
 import t from 'tap';
+import { waitUntilBlockedBy } from '../support/lock-waits.js';
 import { adminTestApp, createTestCollection } from '../support/test-app.js';
 
 const vector = (id: string, text: string, first: number) => ({ id, text, embedding: [first, 0.5, 0.25, 0.125] });
 
 if (!process.env.TEST_DATABASE_URL) {
-  t.pass('PostgreSQL only (TEST_DATABASE_URL unset)');
+  t.plan(0, 'PostgreSQL only (TEST_DATABASE_URL unset)');
 } else {
   t.test('postgresql: an upsert ended by a deadlock is run again and answers 200', async (t) => {
     const { app, admin, services } = await adminTestApp(t, 'postgresql');
@@ -37,15 +39,8 @@ if (!process.env.TEST_DATABASE_URL) {
 
     const answer = upsert([vector('first', 'one retried', -1), vector('second', 'two retried', -1)]);
     const otherPid = (await other.query('select pg_backend_pid() as pid')).rows[0].pid as number;
-    const waitUntil = async (what: string, condition: () => Promise<boolean>) => {
-      for (let waited = 0; !(await condition()); waited += 20) {
-        if (waited > 10_000) throw new Error(`timed out waiting until ${what}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    };
     // The upsert has updated `first` and waits for `second`, which this client holds.
-    await waitUntil('the upsert waits for this client', async () =>
-      (await services.sql<{ count: number }>('select count(*)::int as count from pg_stat_activity where ?::int = any(pg_blocking_pids(pid))', [otherPid]))[0]!.count > 0);
+    await waitUntilBlockedBy(services.sql, otherPid, 'the upsert waits for this client');
     // Now this client waits for `first`: a cycle, which the service's backend detects and ends,
     // letting go of `first`. Its retry then waits for this client, which lets go of both.
     await other.query("select 1 from chunks where id = 'first' for update");
@@ -76,10 +71,7 @@ if (!process.env.TEST_DATABASE_URL) {
     await other.query('begin');
     await other.query("select 1 from collections where name = 'taken' for update");
     const answer = upsert([vector('kept', 'explosive', -1)]);
-    for (let waited = 0; (await services.sql<{ count: number }>('select count(*)::int as count from pg_stat_activity where ?::int = any(pg_blocking_pids(pid))', [otherPid]))[0]!.count === 0; waited += 20) {
-      if (waited > 10_000) throw new Error('the upsert never waited for the collection');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitUntilBlockedBy(services.sql, otherPid, 'the upsert waits for the collection');
     // What a truncate does to the row meanwhile; then the write goes on, and fails.
     await other.query("delete from chunks where id = 'kept'");
     await other.query('commit');
