@@ -42,9 +42,10 @@ const DEADLOCK_RETRIES = 3;
  * transaction the ended statement was rolled back whole, so it is run again, as PostgreSQL's
  * documentation advises. A collection truncated while raw vectors replaced some of its rows
  * deadlocked this way (the delete and the upsert lock the same rows in other orders) and the upsert
- * was a 500. Statements inside `transaction` are not retried alone: their transaction is aborted.
+ * was a 500. Statements inside `transaction` are not retried alone: their transaction is aborted,
+ * and a caller whose transaction may be run again whole wraps it in this.
  */
-async function retryingDeadlocks<T>(statement: () => Promise<T>): Promise<T> {
+export async function retryingDeadlocks<T>(statement: () => Promise<T>): Promise<T> {
   for (let retry = 0; ; retry++) {
     try {
       return await statement();

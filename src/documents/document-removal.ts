@@ -3,7 +3,7 @@ import type { CollectionDirectory } from '../collections/collection-directory.js
 import { NotFoundError } from '../errors.js';
 import type { SqlRunner } from '../plugins.js';
 import { settleIndexRemoval } from '../search/pending-index-removals.js';
-import { dropCollectionIndexes, prepareIndexesOfLiveCollection, removeFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
+import { prepareIndexesOfLiveCollection, removeFromIndexes, removeTruncatedRowsFromIndexes, type SearchIndexes } from '../search/search-indexes.js';
 import type { FileStore } from '../storage/file-store.js';
 import { elementFilesPrefix } from './element-files.js';
 import { deleteCollectionRows, deleteDocumentRows } from './chunk-store.js';
@@ -59,10 +59,10 @@ function documentFileKeys(collection: CollectionRecord, documents: RemovableDocu
 /**
  * Removes every document, raw vector, batch and upload session of a collection and keeps the
  * collection. Rows before index entries, as removeDocuments does and for the same reason; the
- * entries go by collection (fast), so a chunk written in the moment between the two (an upload or
- * raw vector racing the truncate) loses its entries, where the other order kept entries of deleted
- * rows. The removal is recorded with the rows' deletion and settled after the drop: when the drop
- * fails, the request answers 500 and PendingIndexRemovalSweep removes the entries by key. A
+ * entries are those of the rows deleted (removeTruncatedRowsFromIndexes), so a chunk written in the
+ * moment between the two (an upload or raw vector racing the truncate) keeps its own. The removal
+ * is recorded with the rows' deletion and settled after it: when it fails, the request answers 500
+ * and PendingIndexRemovalSweep removes the entries by key. A
  * collection deleted meanwhile (by another replica) is a 404, and the indexes made again for it
  * are removed: they were left behind, and every vector insert paid for an index of nothing.
  */
@@ -76,7 +76,7 @@ export async function truncateCollection(runtime: RemovalRuntime, collection: Co
      select storage_key from upload_session_files where session_id in (select id from sessions_gone where status = 'open')`, [collection.id],
   );
   await runtime.sql('delete from document_batches where collection_id = ?', [collection.id]);
-  await dropCollectionIndexes(runtime.indexes, collection);
+  await removeTruncatedRowsFromIndexes(runtime.indexes, collection.id, deleted.chunkKeys);
   await runtime.directory.recordWrite(runtime.sql, collection.id);
   await settleIndexRemoval(runtime.sql, deleted.owedRemovalId);
   // The files of the rows deleted, not the collection's whole prefix: an upload racing the truncate

@@ -209,6 +209,21 @@ for (const implementation of implementations) {
       t.equal(await store.count(handMade), 4, 'other collections are untouched');
     });
 
+    t.test('deleting every key of a collection (a truncate) leaves it empty and usable', async (t) => {
+      const emptied = await createCollection(database.sql, 4);
+      await store.ensureCollection(emptied, 4);
+      // Over the 1,000 vectors past which pgvector makes the emptied collection's index again.
+      const records = await createChunks(database.sql, emptied, Array.from({ length: 1_100 }, (_, index) => ({ embedding: [1, index % 7, 2, index % 5] })));
+      await store.upsert(records);
+      await store.delete(emptied, records.map((record) => record.key));
+      t.equal(await store.count(emptied), 0);
+      t.same(await store.search({ collectionId: emptied, embedding: new Float32Array([1, 2, 3, 4]), topK: 5 }), []);
+      const again = await createChunks(database.sql, emptied, [{ embedding: [1, 2, 3, 4] }, { embedding: [4, 3, 2, 1] }]);
+      await store.upsert(again);
+      t.same((await store.search({ collectionId: emptied, embedding: new Float32Array([1, 2, 3, 4]), topK: 5 })).map((hit) => hit.key), again.map((record) => record.key));
+      t.equal(await store.count(handMade), 4, 'other collections are untouched');
+    });
+
     t.test('collections of different dimensions side by side', async (t) => {
       const wide = await createCollection(database.sql, 8);
       await store.ensureCollection(wide, 8);

@@ -94,6 +94,14 @@ export class CollectionVectors {
     return this.locationOfKey.size;
   }
 
+  /** Whether every key held is among `keys` (removing them would leave nothing). */
+  holdsOnly(keys: number[]): boolean {
+    if (keys.length < this.locationOfKey.size) return false;
+    let held = 0;
+    for (const key of new Set(keys)) if (this.locationOfKey.has(key)) held += 1;
+    return held === this.locationOfKey.size;
+  }
+
   tenantSize(tenant: string | null): number {
     return this.blockOfTenant.get(tenant)?.size ?? 0;
   }

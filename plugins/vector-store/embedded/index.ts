@@ -95,8 +95,14 @@ export class EmbeddedVectorStore implements VectorStore {
     this.assertOpen();
     if (keys.length === 0) return;
     await this.serially(collectionId, async () => {
-      await this.table.delete(collectionId, keys);
       const vectors = await this.collections.get(collectionId)?.catch(() => undefined);
+      // A truncate removes every key: the graph is dropped whole, not taken apart node by node. The
+      // writes are serial, so the table holds no key that memory lacks.
+      if (vectors && vectors.size > 0 && vectors.holdsOnly(keys)) {
+        await this.emptyCollection(collectionId, vectors);
+        return;
+      }
+      await this.table.delete(collectionId, keys);
       vectors?.remove(keys);
     });
   }
@@ -104,13 +110,17 @@ export class EmbeddedVectorStore implements VectorStore {
   async dropCollection(collectionId: string): Promise<void> {
     this.assertOpen();
     await this.serially(collectionId, async () => {
-      const vectors = await this.collections.get(collectionId)?.catch(() => undefined);
-      await this.table.deleteCollection(collectionId);
-      vectors?.dispose();
-      this.collections.delete(collectionId);
-      this.loads.delete(collectionId);
-      await this.snapshots?.remove(collectionId);
+      await this.emptyCollection(collectionId, await this.collections.get(collectionId)?.catch(() => undefined));
     });
+  }
+
+  /** Deletes every vector of the collection and forgets its graph; the next use loads it again (empty). */
+  private async emptyCollection(collectionId: string, vectors: CollectionVectors | undefined): Promise<void> {
+    await this.table.deleteCollection(collectionId);
+    vectors?.dispose();
+    this.collections.delete(collectionId);
+    this.loads.delete(collectionId);
+    await this.snapshots?.remove(collectionId);
   }
 
   async search(request: VectorSearchRequest): Promise<VectorHit[]> {

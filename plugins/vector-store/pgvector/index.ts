@@ -22,6 +22,8 @@ const maxIndexedDimension = 2_000;
  * starts with ef_search 100 and iterative scans (src/db/database.ts vectorSearchSessionSettings),
  * so a search up to 100 results is a single statement.
  */
+/** Vectors a deletion must remove before an emptied collection's HNSW index is made again: below, the dead entries cost little. */
+const emptiedIndexRebuildRows = 1_000;
 const minimumEfSearch = Number(vectorSearchSessionSettings['hnsw.ef_search']);
 const maximumEfSearch = 1_000;
 /**
@@ -158,13 +160,36 @@ export class PgvectorStore implements VectorStore {
     }
   }
 
+  /**
+   * A deletion that leaves the collection empty (a truncate) makes its HNSW index again, empty: the
+   * old one keeps every deleted vector until VACUUM, and searches and inserts walk them meanwhile.
+   */
   async delete(collectionId: string, keys: number[]): Promise<void> {
     if (keys.length === 0) return;
-    await this.sql('delete from pgvector_embeddings where collection_id = ? and chunk_key = any(?::bigint[])', [collectionId, keys]);
+    const [deleted] = await this.sql<{ count: number | string }>(
+      'with gone as (delete from pgvector_embeddings where collection_id = ? and chunk_key = any(?::bigint[]) returning 1) select count(*) as count from gone',
+      [collectionId, keys],
+    );
+    this.collectionRows.forget(collectionId);
+    this.filterEstimates.forget(collectionId);
+    const dimension = this.dimensions.get(collectionId);
+    if (Number(deleted!.count) < emptiedIndexRebuildRows || dimension === undefined || dimension > maxIndexedDimension) return;
+    const [left] = await this.sql<{ found: boolean }>('select exists (select 1 from pgvector_embeddings where collection_id = ?) as found', [collectionId]);
+    if (left!.found) return;
+    await this.dropIndexes(collectionId);
+    await this.ensureCollection(collectionId, dimension);
   }
 
   async dropCollection(collectionId: string): Promise<void> {
     checkCollectionId(collectionId);
+    await this.dropIndexes(collectionId);
+    await this.sql('delete from pgvector_embeddings where collection_id = ?', [collectionId]);
+    this.dimensions.delete(collectionId);
+    this.collectionRows.forget(collectionId);
+    this.filterEstimates.forget(collectionId);
+  }
+
+  private async dropIndexes(collectionId: string): Promise<void> {
     const prefix = hnswIndexName(collectionId, 0).slice(0, -1);
     const indexes = await this.sql<{ indexname: string }>(
       "select indexname from pg_indexes where tablename = 'pgvector_embeddings' and starts_with(indexname, ?)",
@@ -177,10 +202,6 @@ export class PgvectorStore implements VectorStore {
     // other's creation remembered between a clear and this drop made this truncate's own creation
     // a no-op, and the collection was left without an index.
     for (const name of [...this.creatingIndexes.keys()]) if (name.startsWith(prefix)) this.creatingIndexes.delete(name);
-    await this.sql('delete from pgvector_embeddings where collection_id = ?', [collectionId]);
-    this.dimensions.delete(collectionId);
-    this.collectionRows.forget(collectionId);
-    this.filterEstimates.forget(collectionId);
   }
 
   async search(request: VectorSearchRequest): Promise<VectorHit[]> {

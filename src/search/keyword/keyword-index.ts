@@ -54,6 +54,11 @@ export interface KeywordIndex {
    */
   add(collectionId: string, entries: KeywordEntry[]): Promise<void>;
   remove(collectionId: string, keys: number[]): Promise<void>;
+  /**
+   * After a truncate deleted the collection's rows: removes every entry whose `chunks` row is gone
+   * and keeps those of rows written since (an upload racing the truncate), with statistics to match.
+   */
+  clearDeletedRows(collectionId: string): Promise<void>;
   dropCollection(collectionId: string): Promise<void>;
   /**
    * Brings the collection's index into memory, for an index kept there (the memory index); the SQL

@@ -34,6 +34,9 @@
  *   keep leaving it out until the next packing of the term applies it;
  * - a second packer of the same term (another replica) fails to lock the packed value, or, for a
  *   term packed for the first time, its rows.
+ * - a truncate's clearing of the collection (sql-keyword-index.ts, clearDeletedRows), which deletes
+ *   packed values and unmarks rows in several statements, holds the collection's keyword write lock
+ *   alone: a batch shares it first, so the two never interleave.
  * It never waits long for a lock a writer, a deletion or another packer holds, so it is never part
  * of a deadlock with them.
  */
@@ -41,6 +44,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { PeriodicRounds } from '../../concurrency/periodic-rounds.js';
 import type { SqlRunner } from '../../plugins.js';
 import { decodeKeys, encodedPostingBytes, encodedPostingSql, updatePackedPostings } from './encoded-postings.js';
+import { keywordWriteLockId } from './sql-keyword-index.js';
 
 export interface PackingSettings {
   /** Changes a term needs before it is packed at all. */
@@ -119,6 +123,10 @@ async function packTerms(sql: SqlRunner, terms: DueTerm[]): Promise<boolean> {
     await sql.transaction(async (run) => {
       await run('set transaction isolation level repeatable read');
       await run(`set local lock_timeout = '${lockWaitMs}ms'`);
+      await run(
+        'select pg_advisory_xact_lock_shared(lock_id) from unnest(?::bigint[]) as lock_id',
+        [[...new Set(terms.map((term) => term.collection_id))].map(keywordWriteLockId)],
+      );
       const current = await run<TermValue>(
         `select packed.collection_id, packed.tenant, packed.term, packed.postings as value
          from keyword_packed_postings packed join ${due.unnest} on ${due.sameTerm('packed')}

@@ -295,6 +295,11 @@ export function createMemoryKeywordIndex(sql: SqlRunner): KeywordIndex {
         for (const key of keys) collection.remove(key);
       }),
 
+    // Forgotten: the next use loads the collection again from the rows present.
+    async clearDeletedRows(collectionId) {
+      loads.delete(collectionId);
+    },
+
     async dropCollection(collectionId) {
       loads.delete(collectionId);
     },

@@ -7,6 +7,7 @@
  * Measured in PGlite (../shared/STACK.md): keeping the length in each posting row instead of
  * joining a per-chunk table makes scoring 5x faster (7.7 ms against 37 ms at 20k chunks).
  */
+import { advisoryLockId } from '../../concurrency/replica-key-locks.js';
 import type { SqlRunner } from '../../plugins.js';
 import { filterToSql } from '../filters/filter-to-sql.js';
 import type { MetadataFilter } from '../filters/filter-types.js';
@@ -80,6 +81,19 @@ function addToBatch(batch: IngestBatch, entry: KeywordEntry): void {
   totals.chunkCount += 1;
   totals.totalLength += length;
   batch.added.set(partition, totals);
+}
+
+/**
+ * The advisory lock over a collection's keyword tables. Every write of postings holds it shared for
+ * its transaction, taken before any row lock; clearDeletedRows holds it alone, so the statistics it
+ * counts again from the postings cannot miss a write under way. The packer holds it shared as well.
+ */
+export function keywordWriteLockId(collectionId: string): string {
+  return advisoryLockId(`keyword-index:${collectionId}`).toString();
+}
+
+async function shareKeywordWriteLock(run: Statement, collectionId: string): Promise<void> {
+  await run('select pg_advisory_xact_lock_shared(?::bigint)', [keywordWriteLockId(collectionId)]);
 }
 
 /**
@@ -336,6 +350,7 @@ export function createSqlKeywordIndex(sql: SqlRunner): KeywordIndex {
    */
   async function writeBatch(collectionId: string, batch: IngestBatch): Promise<void> {
     await sql.transaction(async (run) => {
+      await shareKeywordWriteLock(run, collectionId);
       const live = await liveChunkKeys(run, batch.keys);
       const written = live.size === batch.keys.length ? batch : keepChunks(batch, live);
       await replaceStatistics(run, collectionId, batch.keys, written.added);
@@ -364,8 +379,39 @@ export function createSqlKeywordIndex(sql: SqlRunner): KeywordIndex {
       const unique = [...new Set(keys)];
       for (let start = 0; start < unique.length; start += keysPerRemoval) {
         const slice = unique.slice(start, start + keysPerRemoval);
-        await sql.transaction((run) => replaceStatistics(run, collectionId, slice, new Map()));
+        await sql.transaction(async (run) => {
+          await shareKeywordWriteLock(run, collectionId);
+          await replaceStatistics(run, collectionId, slice, new Map());
+        });
       }
+    },
+
+    /**
+     * Counts the statistics again from the postings kept, and lets the postings kept be read as
+     * rows: the packed values go whole, where removing by key would record a packed removal for
+     * nearly every posting of the collection.
+     */
+    async clearDeletedRows(collectionId) {
+      await sql.transaction(async (run) => {
+        await run('select pg_advisory_xact_lock(?::bigint)', [keywordWriteLockId(collectionId)]);
+        await run(
+          `delete from keyword_postings posting where posting.collection_id = ?::uuid
+           and not exists (select 1 from chunks chunk where chunk.collection_id = ?::uuid and chunk.key = posting.chunk_key)`,
+          [collectionId, collectionId],
+        );
+        await run('delete from keyword_packed_postings where collection_id = ?::uuid', [collectionId]);
+        await run('delete from keyword_packed_removals where collection_id = ?::uuid', [collectionId]);
+        await run('update keyword_postings set packed = false where collection_id = ?::uuid and packed', [collectionId]);
+        await run('delete from keyword_stats where collection_id = ?::uuid', [collectionId]);
+        await run(
+          `insert into keyword_stats (collection_id, tenant, chunk_count, total_length)
+           select ?::uuid, tenant, count(*), sum(chunk_length)
+           from (select tenant, chunk_key, max(chunk_length) as chunk_length from keyword_postings
+                 where collection_id = ?::uuid group by tenant, chunk_key) as kept_chunks
+           group by tenant order by tenant`,
+          [collectionId, collectionId],
+        );
+      });
     },
 
     async dropCollection(collectionId) {
