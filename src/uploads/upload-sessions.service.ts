@@ -100,7 +100,11 @@ export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files
  */
 async function noLongerOpen(sql: SqlRunner, session: SessionRow, action: string): Promise<ConflictError | NotFoundError> {
   const [row] = await sql<SessionRow>('select * from upload_sessions where id = ?', [session.id]);
-  return row ? wrongState(row, action) : new NotFoundError(`Upload session ${session.id} not found: it was deleted (its collection truncated or deleted) while this request was handled`);
+  return row ? wrongState(row, action) : deletedMeanwhile(session);
+}
+
+function deletedMeanwhile(session: SessionRow): NotFoundError {
+  return new NotFoundError(`Upload session ${session.id} not found: it was deleted (its collection truncated or deleted) while this request was handled`);
 }
 
 async function sessionFiles(sql: SqlRunner, sessionId: string): Promise<SessionFileRow[]> {
@@ -114,7 +118,12 @@ async function sessionFiles(sql: SqlRunner, sessionId: string): Promise<SessionF
  */
 export async function completeSession(runtime: IntakeRuntime, collection: CollectionRecord, session: SessionRow) {
   const files = await sessionFiles(runtime.sql, session.id);
-  if (session.status === 'open' && files.length === 0) throw new BadRequestError(`Upload session ${session.id} has no files: add some with PUT .../uploads/${session.id}/files first`);
+  if (session.status === 'open' && files.length === 0) {
+    // Files go with their session: none, and no session either, is a session deleted since it was found.
+    const [present] = await runtime.sql('select 1 from upload_sessions where id = ?', [session.id]);
+    if (!present) throw deletedMeanwhile(session);
+    throw new BadRequestError(`Upload session ${session.id} has no files: add some with PUT .../uploads/${session.id}/files first`);
+  }
   const [claimed] = await runtime.sql<SessionRow>(
     `update upload_sessions set status = 'completing', updated_at = now() where id = ? and status = 'open' returning *`, [session.id],
   );

@@ -209,5 +209,26 @@ for (const backend of testBackends()) {
       const [left] = await ctx.services.sql<{ count: string | number }>('select count(*) as count from upload_session_files where session_id = ?', [session.id]);
       t.equal(Number(left!.count), 0, 'no file row');
     });
+
+    await t.test('a completion whose session a truncate deletes after it was found: 404, not "has no files"', async (t) => {
+      const session = await open();
+      t.equal((await put(session.id, [{ filename: 'shrews.txt', content: paragraph('Shrews') }])).statusCode, 200);
+      const { services } = ctx;
+      const sql = services.sql;
+      t.teardown(() => Object.assign(services, { sql }));
+      // The completion reads the session's files through the services' runner: the truncate comes first.
+      const truncatingFirst = Object.assign(async (query: string, params?: unknown[]) => {
+        if (query.includes('from upload_session_files where session_id')) {
+          Object.assign(services, { sql });
+          t.equal((await app.inject({ method: 'POST', url: '/v1/collections/sessions/truncate', headers: admin })).statusCode, 200);
+        }
+        return sql(query, params);
+      }, sql);
+      Object.assign(services, { sql: truncatingFirst });
+      const response = await complete(session.id);
+      Object.assign(services, { sql });
+      assertError(t, response, 404, new RegExp(`^Upload session ${session.id} not found: it was deleted \\(its collection truncated or deleted\\)`));
+      t.equal((await app.inject({ url: `${base}/${session.id}`, headers: admin })).statusCode, 404, 'the session is gone');
+    });
   });
 }
