@@ -51,7 +51,8 @@ const INSERT_BATCH = 500;
  * Inserting an id that exists in the collection replaces its row and keeps its key, so the
  * search indexes replace the entry by key too. Each statement checks and locks the collection and
  * the documents once, where foreign keys checked every row (migration 0008): a row whose owner was
- * deleted meanwhile is not written, and its key is null.
+ * deleted meanwhile is not written, and its key is null. The documents in id order, the order in
+ * which deletions and truncates lock them, so that none of them waits on the other in a cycle.
  */
 export async function insertChunks(sql: SqlRunner, collectionId: string, chunks: NewChunk[], options: InsertChunksOptions = {}): Promise<Array<number | null>> {
   const replaceCondition = options.replaceOnlyOwnRawVectors ? 'where chunks.document_id is null and chunks.tenant is not distinct from excluded.tenant' : '';
@@ -61,7 +62,7 @@ export async function insertChunks(sql: SqlRunner, collectionId: string, chunks:
     const documentIds = [...new Set(batch.flatMap((chunk) => (chunk.documentId ? [chunk.documentId] : [])))];
     const rows = await sql<{ id: string; key: string | number }>(
       `with owner as (select id from collections where id = ?::uuid for key share),
-         live_documents as (select id from documents where id = any(?::uuid[]) for key share)
+         live_documents as (select id from documents where id = any(?::uuid[]) order by id for key share)
        insert into chunks (id, collection_id, document_id, chunk_index, text, metadata, tenant, text_start, created_at)
        select r.id, owner.id, r.document_id, r.chunk_index, r.text, r.metadata, r.tenant, r.text_start, now()
        from jsonb_to_recordset(?::jsonb) as r(id text, document_id uuid, chunk_index int, text text, metadata jsonb, tenant text, text_start int)

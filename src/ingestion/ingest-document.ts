@@ -97,9 +97,13 @@ async function writeProgress(sql: SqlRunner, updates: Array<{ id: string; progre
   if (updates.length === 0) return;
   await sql(
     // Only while processing: a write due after a batch was handed back must not claim its documents again.
+    // Documents another transaction holds are passed over, never waited for: the next write brings
+    // their progress, and a wait made this write part of deadlocks with deletions and truncates.
     `update documents d set progress = u.progress, updated_at = now()
-     from jsonb_to_recordset(?::jsonb) as u(id uuid, progress jsonb) where d.id = u.id and d.status = 'processing'`,
-    [JSON.stringify(updates)],
+     from jsonb_to_recordset(?::jsonb) as u(id uuid, progress jsonb)
+     where d.id = u.id and d.status = 'processing'
+       and d.id in (select id from documents where id = any(?::uuid[]) for no key update skip locked)`,
+    [JSON.stringify(updates), updates.map((update) => update.id)],
   );
 }
 
@@ -172,7 +176,7 @@ async function replaceElements(runtime: IngestionRuntime, documents: PreparedDoc
   for (let start = 0; start < elementCount; start += ELEMENT_ROWS_PER_STATEMENT) {
     await sql(
       // The documents are checked and locked once, as insertChunks does (migration 0008).
-      `with live_documents as (select id from documents where id = any(?::uuid[]) for key share)
+      `with live_documents as (select id from documents where id = any(?::uuid[]) order by id for key share)
        insert into document_elements (id, document_id, element_index, type, text, heading_path, page, metadata,
          storage_key, content_type, size_bytes, caption, caption_status, caption_error)
        select gen_random_uuid(), r.document_id, r.element_index, r.type, r.text, r.heading_path, r.page, r.metadata,
@@ -344,12 +348,15 @@ export async function ingestDocuments(runtime: IngestionRuntime, collectionId: s
     // A subquery by primary key, not a join: the embedded database never analyses its tables, and
     // without statistics the join scanned every original (23 ms a batch of 64 at 5,000 documents).
     // Base64, not bytea: PGlite decodes bytea's hex text in JavaScript, 0.2 ms for 2 KB.
+    // Locked in id order, as deletions and truncates lock documents: in whatever order the update
+    // met them, it was in most of the deadlocks left in a probe racing truncates with uploads.
     `update documents d set status = 'processing', updated_at = now(), progress = jsonb_build_object(
        'stage', 'parsing', 'percent', 5, 'message', case when ?::int = 1 then 'parsing ' || d.filename else ?::text end)
      where d.id = any(?::uuid[]) and d.collection_id = ?
+       and d.id in (select id from documents where id = any(?::uuid[]) order by id for no key update)
      returning d.id, d.collection_id, d.filename, d.content_type, d.storage_key, d.metadata, d.tenant,
        (select encode(o.content, 'base64') from document_originals o where o.document_id = d.id) as original`,
-    [documentIds.length, `parsing ${documentIds.length} documents`, documentIds, collectionId],
+    [documentIds.length, `parsing ${documentIds.length} documents`, documentIds, collectionId, documentIds],
   );
   if (rows.length === 0) return [...outcomes.values()];
 
