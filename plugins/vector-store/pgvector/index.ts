@@ -16,14 +16,14 @@ const indexNamePattern = /^pgvector_hnsw_[0-9a-f]{32}_[0-9]{1,5}$/;
 /** pgvector's `vector` type holds up to 16,000 dimensions; its HNSW index up to 2,000. */
 const maxVectorDimension = 16_000;
 const maxIndexedDimension = 2_000;
+/** Vectors a deletion must remove before an emptied collection's HNSW index is made again: below, the dead entries cost little. */
+const emptiedIndexRebuildRows = 1_000;
 /**
  * ef_search 100 measured recall@10 0.94 at 2.7 ms p95 in PGlite vs 0.92 at 40 (STACK.md); it must
  * also be at least topK, and pgvector caps it at 1,000. Every connection of the service's database
  * starts with ef_search 100 and iterative scans (src/db/database.ts vectorSearchSessionSettings),
  * so a search up to 100 results is a single statement.
  */
-/** Vectors a deletion must remove before an emptied collection's HNSW index is made again: below, the dead entries cost little. */
-const emptiedIndexRebuildRows = 1_000;
 const minimumEfSearch = Number(vectorSearchSessionSettings['hnsw.ef_search']);
 const maximumEfSearch = 1_000;
 /**
