@@ -104,6 +104,25 @@ export interface ServiceOptions {
 /** How long a write waits for content or vector ids that another replica is writing (then 503). */
 const WRITE_LOCK_WAIT_MS = 60_000;
 
+/**
+ * The in-process indexes (KEYWORD_INDEX=memory, VECTOR_STORE=embedded) hold what this process wrote
+ * and loaded: a second replica on the same database that has loaded a collection never sees the
+ * other's writes to it (checked: a document ingested through one replica stayed unfound through the
+ * other). They are the defaults only without DATABASE_URL, where one process owns the data.
+ */
+function warnOfInProcessIndexesOnPostgres(config: Config, db: Database, logger: FastifyBaseLogger): void {
+  if (db.kind !== 'postgresql') return;
+  const inProcess = [
+    ...(config.keywordIndex === 'memory' ? ['KEYWORD_INDEX=memory'] : []),
+    ...(config.vectorStore === 'embedded' ? ['VECTOR_STORE=embedded'] : []),
+  ];
+  if (inProcess.length === 0) return;
+  logger.warn(
+    { inProcessIndexes: inProcess },
+    `${inProcess.join(' and ')} ${inProcess.length > 1 ? 'keep' : 'keeps'} search indexes in this process: run one replica on this database, or use KEYWORD_INDEX=sql and VECTOR_STORE=pgvector (the defaults with DATABASE_URL); another replica's writes would not be found here`,
+  );
+}
+
 export async function createServices(config: Config, db: Database, logger: FastifyBaseLogger, options: ServiceOptions = {}): Promise<AppServices> {
   const secrets = new SecretBox(config.masterKey);
   if (!secrets.encrypts) logger.warn('MASTER_KEY is not set: stored secrets (API keys of providers, passwords of sources) are not encrypted at rest');
@@ -121,6 +140,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const parsers = plugins.parsers().map((parser) => (plugins.isBuiltIn('parser', parser.name) ? parseLargeFilesOnThreads(parser, threadLimits) : parser));
   const files = await createFileStore(config, options.filesDir);
   if (config.vectorStore === 'weaviate') throw new Error('VECTOR_STORE=weaviate is not available in this version');
+  warnOfInProcessIndexesOnPostgres(config, db, logger);
   const indexes: SearchIndexes = {
     vectorStore: plugins.create('vector-store', config.vectorStore, vectorStoreOptions(config), { sql, stateDirectory: path.join(config.dataDir, 'vector-store'), logger: logger.child({ component: 'vector-store' }) }),
     keywordIndex: config.keywordIndex === 'memory' ? createMemoryKeywordIndex(sql) : createSqlKeywordIndex(sql),
