@@ -1,5 +1,6 @@
 import type { CollectionRecord } from '../db/entities/index.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
+import { ConcurrencyLimit } from '../concurrency/concurrency-limit.js';
 import { NotFoundError } from '../errors.js';
 import type { SqlRunner } from '../plugins.js';
 import { settleIndexRemoval } from '../search/pending-index-removals.js';
@@ -94,10 +95,8 @@ export async function truncateCollection(runtime: RemovalRuntime, collection: Co
 const FILE_REMOVALS_AT_ONCE = 16;
 
 async function removeFiles(files: FileStore, keys: string[]): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(FILE_REMOVALS_AT_ONCE, keys.length) }, async () => {
-    while (next < keys.length) await files.remove(keys[next++]!);
-  }));
+  const limit = new ConcurrencyLimit(FILE_REMOVALS_AT_ONCE);
+  await Promise.all(keys.map((key) => limit.run(() => files.remove(key))));
 }
 
 /** The parts of the services removal needs. */

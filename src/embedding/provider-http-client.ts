@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ProviderError } from '../errors.js';
 import type { PluginLogger, RemoteCallPolicy } from '../plugins.js';
-import { ConcurrencyLimit, NoFreeSlotError, type Priority } from './concurrency-limit.js';
+import { ConcurrencyLimit, NoFreeSlotError, type Priority } from '../concurrency/concurrency-limit.js';
 
 export const DEFAULT_REMOTE_CALL_POLICY: RemoteCallPolicy = { timeoutMs: 30_000, maxRetries: 4, concurrency: 8, queryTimeoutMs: 10_000 };
 

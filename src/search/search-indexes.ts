@@ -47,7 +47,7 @@ export async function dropCollectionIndexes(indexes: SearchIndexes, collection: 
  */
 export async function removeTruncatedRowsFromIndexes(indexes: SearchIndexes, collectionId: string, keys: number[]): Promise<void> {
   await indexes.keywordIndex.clearDeletedRows(collectionId);
-  if (keys.length > 0) await indexes.vectorStore.delete(collectionId, keys);
+  await indexes.vectorStore.delete(collectionId, keys);
   await indexes.rangeIndexes?.dropCollection(collectionId);
 }
 

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { ConcurrencyLimit } from '../../src/embedding/concurrency-limit.js';
+import { ConcurrencyLimit } from '../../src/concurrency/concurrency-limit.js';
 import { estimateTokens, planBatches } from '../../src/embedding/embedding-batches.js';
 import { providerMessage, ProviderHttpClient, retryAfterMs } from '../../src/embedding/provider-http-client.js';
 import { ProviderError } from '../../src/errors.js';

@@ -8,9 +8,9 @@ export class NoFreeSlotError extends Error {
 }
 
 /**
- * Bounds how many calls to one provider run at once. Waiting `interactive` work (query
- * embeddings, reranking) goes before waiting `background` work (ingestion), so a large upload
- * does not add its whole queue to the latency of a search.
+ * Bounds how many tasks run at once: calls to one provider, removals of stored files. Waiting
+ * `interactive` work (query embeddings, reranking) goes before waiting `background` work
+ * (ingestion), so a large upload does not add its whole queue to the latency of a search.
  */
 export class ConcurrencyLimit {
   private running = 0;
