@@ -5,15 +5,16 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { transform } from 'sucrase';
+import { TRANSPILE_CACHE_DIRECTORY } from './transpile-cache.mjs';
 
 // What the output depends on besides the source: sucrase's version and these hooks (its options).
 const TRANSPILER = `${createRequire(import.meta.url)('sucrase/package.json').version}\0${readFileSync(fileURLToPath(import.meta.url), 'utf8')}`;
-// Each test process loads some 260 source files: transpiled once, then read back (about 1 s of CPU a process).
-const CACHE_DIRECTORY = path.join(os.tmpdir(), 'rs-test-transpiled');
+// Each test process loads some 260 source files: transpiled once, then read back (about 1 s of CPU a
+// process). Pruned before each run (transpile-cache.mjs).
+const CACHE_DIRECTORY = TRANSPILE_CACHE_DIRECTORY;
 await mkdir(CACHE_DIRECTORY, { recursive: true });
 
 const RELATIVE_JAVASCRIPT = /^\.\.?\/.*\.js$/;
