@@ -38,6 +38,7 @@ import { QueryCache } from './search/query-cache.js';
 import { QueryEventRecorder } from './search/query-events.js';
 import { PendingIndexRemovalSweep } from './search/pending-index-removals.js';
 import { checkRerankingSettings, RerankerModels } from './search/reranker-selection.js';
+import { InProcessIndexesLock } from './search/in-process-indexes-lock.js';
 import { dropCollectionIndexes, prepareIndexesOfLiveCollection, type SearchIndexes } from './search/search-indexes.js';
 import { parseLargeFilesOnThreads } from './parsing/parsing-thread.js';
 import { SettingsService } from './settings/settings.service.js';
@@ -104,23 +105,12 @@ export interface ServiceOptions {
 /** How long a write waits for content or vector ids that another replica is writing (then 503). */
 const WRITE_LOCK_WAIT_MS = 60_000;
 
-/**
- * The in-process indexes (KEYWORD_INDEX=memory, VECTOR_STORE=embedded) hold what this process wrote
- * and loaded: a second replica on the same database that has loaded a collection never sees the
- * other's writes to it (checked: a document ingested through one replica stayed unfound through the
- * other). They are the defaults only without DATABASE_URL, where one process owns the data.
- */
-function warnOfInProcessIndexesOnPostgres(config: Config, db: Database, logger: FastifyBaseLogger): void {
-  if (db.kind !== 'postgresql') return;
-  const inProcess = [
+/** The in-process indexes in use (KEYWORD_INDEX=memory, VECTOR_STORE=embedded), as their settings. */
+function inProcessIndexSettings(config: Config): string[] {
+  return [
     ...(config.keywordIndex === 'memory' ? ['KEYWORD_INDEX=memory'] : []),
     ...(config.vectorStore === 'embedded' ? ['VECTOR_STORE=embedded'] : []),
   ];
-  if (inProcess.length === 0) return;
-  logger.warn(
-    { inProcessIndexes: inProcess },
-    `${inProcess.join(' and ')} ${inProcess.length > 1 ? 'keep' : 'keeps'} search indexes in this process: run one replica on this database, or use KEYWORD_INDEX=sql and VECTOR_STORE=pgvector (the defaults with DATABASE_URL); another replica's writes would not be found here`,
-  );
 }
 
 export async function createServices(config: Config, db: Database, logger: FastifyBaseLogger, options: ServiceOptions = {}): Promise<AppServices> {
@@ -140,7 +130,6 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const parsers = plugins.parsers().map((parser) => (plugins.isBuiltIn('parser', parser.name) ? parseLargeFilesOnThreads(parser, threadLimits) : parser));
   const files = await createFileStore(config, options.filesDir);
   if (config.vectorStore === 'weaviate') throw new Error('VECTOR_STORE=weaviate is not available in this version');
-  warnOfInProcessIndexesOnPostgres(config, db, logger);
   const indexes: SearchIndexes = {
     vectorStore: plugins.create('vector-store', config.vectorStore, vectorStoreOptions(config), { sql, stateDirectory: path.join(config.dataDir, 'vector-store'), logger: logger.child({ component: 'vector-store' }) }),
     keywordIndex: config.keywordIndex === 'memory' ? createMemoryKeywordIndex(sql) : createSqlKeywordIndex(sql),
@@ -224,6 +213,13 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     retryWaitingForProvider: (collectionId) => jobs.retryWaitingForProvider(collectionId),
   };
 
+  // One replica per PostgreSQL database may keep its indexes in its process (in-process-indexes-lock.ts).
+  // Taken last: nothing after it can fail and leave its session open.
+  const inProcessIndexes = inProcessIndexSettings(config);
+  const inProcessIndexesLock = db.kind === 'postgresql' && config.databaseUrl && inProcessIndexes.length > 0
+    ? await InProcessIndexesLock.take(config.databaseUrl, inProcessIndexes, logger)
+    : undefined;
+
   const writeLocks: WriteLocks = db.kind === 'postgresql' && config.databaseUrl
     ? new ReplicaKeyLocks(config.databaseUrl, {
       waitMs: WRITE_LOCK_WAIT_MS,
@@ -250,6 +246,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       throwFailures(await runEveryStep([
         () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         async () => indexes.rangeIndexes?.close(), () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
+        async () => inProcessIndexesLock?.close(),
       ]), 'shutdown steps of the services');
     },
   };

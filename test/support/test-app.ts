@@ -120,7 +120,15 @@ export async function buildTestApp(backend: Backend = 'pglite', overrides: Parti
   // The server's own logger (redaction, error serializer), so what tests read of logs is what operators get.
   const logger = createLogger(options.logStream ? 'trace' : process.env.TEST_LOG_LEVEL ?? 'silent', options.logStream);
   const db = options.database ?? await openDatabase({ databaseUrl, loadDataDir: databaseUrl ? undefined : await migratedEmbeddedArchive(), logger });
-  const services = await createServices(config, db, logger, { readDiskFreeBytes: options.readDiskFreeBytes });
+  const services = await createServices(config, db, logger, { readDiskFreeBytes: options.readDiskFreeBytes }).catch(async (error: unknown) => {
+    // A refused start (test/search/in-process-indexes-lock) leaves nothing open behind it.
+    await runEveryStep([
+      async () => { if (!options.database) await db.close(); },
+      async () => { await scratch?.drop(); },
+      async () => { if (!options.dataDir) await rm(dataDir, { recursive: true, force: true }); },
+    ]);
+    throw error;
+  });
   const app = await buildApp({ services, logger });
   await app.ready();
   if (options.startWorkers ?? true) await services.start();
