@@ -14,8 +14,7 @@ import { TRANSPILE_CACHE_DIRECTORY } from './transpile-cache.mjs';
 const TRANSPILER = `${createRequire(import.meta.url)('sucrase/package.json').version}\0${readFileSync(fileURLToPath(import.meta.url), 'utf8')}`;
 // Each test process loads some 260 source files: transpiled once, then read back (about 1 s of CPU a
 // process). Pruned before each run (transpile-cache.mjs).
-const CACHE_DIRECTORY = TRANSPILE_CACHE_DIRECTORY;
-await mkdir(CACHE_DIRECTORY, { recursive: true });
+await mkdir(TRANSPILE_CACHE_DIRECTORY, { recursive: true });
 
 const RELATIVE_JAVASCRIPT = /^\.\.?\/.*\.js$/;
 
@@ -39,7 +38,7 @@ export async function load(url, context, nextLoad) {
   await nextLoad(url, { ...context, format: 'module' });
   const filePath = fileURLToPath(url);
   const source = await readFile(filePath, 'utf8');
-  const cached = path.join(CACHE_DIRECTORY, `${createHash('sha256').update(`${TRANSPILER}\0${filePath}\0${source}`).digest('hex')}.js`);
+  const cached = path.join(TRANSPILE_CACHE_DIRECTORY, `${createHash('sha256').update(`${TRANSPILER}\0${filePath}\0${source}`).digest('hex')}.js`);
   const transpiled = await readFile(cached, 'utf8').catch(() => undefined) ?? await transpileInto(cached, filePath, source);
   return { format: 'module', source: transpiled, shortCircuit: true };
 }
