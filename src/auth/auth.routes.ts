@@ -24,6 +24,8 @@ const SetupBody = Type.Object({
   display_name: Type.Optional(Type.String({ maxLength: 255 })),
 }, { additionalProperties: false });
 
+// Any object: preferencesPatchFromBody reads `{data}` or a bare object.
+const PreferencesBody = Type.Object({}, { additionalProperties: true });
 const PasswordBody = Type.Object({
   current_password: Type.String({ maxLength: 1024 }),
   new_password: Type.String({ maxLength: 1024 }),
@@ -109,7 +111,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = 
 
   app.put('/v1/auth/preferences', {
     config: { ...SESSION, openapi: { response: Preferences } },
-    schema: { tags, summary: 'Deep-merge preferences (body `{data}` or a bare object)', body: Type.Object({}, { additionalProperties: true }) },
+    schema: { tags, summary: 'Deep-merge preferences (body `{data}` or a bare object)', body: PreferencesBody },
   }, async (request) => {
     const actor = requireActor(request) as UserActor;
     const patch = preferencesPatchFromBody(request.body);

@@ -23,6 +23,7 @@ import { stringEnum } from '../http/string-enum.js';
 import { AdmittedDocumentView, ChunkList, CollectionReprocessResult, DocumentList, DocumentView, ElementList } from './document-response-schemas.js';
 
 const DocumentParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ format: 'uuid' }) });
+const DocumentIdParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
 const ElementParams = Type.Object({ ...DocumentParams.properties, element_id: Type.String({ format: 'uuid' }) });
 const ListQuery = Type.Object({
   ...PageQuery.properties,
@@ -142,7 +143,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }
 
   app.get('/v1/documents/:id', {
     config: { ...scope('document:read'), openapi: { response: DocumentView } },
-    schema: { tags, summary: 'Global document lookup; a pinned key only sees documents of its collection', params: Type.Object({ id: Type.String({ format: 'uuid' }) }) },
+    schema: { tags, summary: 'Global document lookup; a pinned key only sees documents of its collection', params: DocumentIdParams },
   }, async (request) => {
     const { document, collection } = await findDocumentInAnyCollection(db.fork(), requireActor(request), request.params.id);
     return serializeDocument(document, collection.name);

@@ -22,7 +22,7 @@ function serverEnv(dataDir: string, port: number): Record<string, string> {
 /** Starts the service and waits for it to exit on its own, or for it to answer /health (then it is stopped). */
 async function startExpectingRefusal(env: Record<string, string>): Promise<{ code: number | null; output: string; answered: boolean }> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...inherited, HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', './test/support/typescript-loader.mjs', 'src/main.ts'], { env: { ...inherited, HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });

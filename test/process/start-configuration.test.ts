@@ -67,7 +67,7 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
 /** Starts the service with `env` over the test's environment and waits for it to exit. */
 async function failedStart(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', './test/support/typescript-loader.mjs', 'src/main.ts'], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });

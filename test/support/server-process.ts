@@ -8,9 +8,8 @@ export interface ServerProcess {
 
 /**
  * The service in its own process from the TypeScript sources, as `npm start` runs it, answering
- * /health on env.PORT. It runs outside tap's coverage (package.json runs test/process with
- * --disable-coverage): the child's transpiled sources would otherwise be merged into the
- * suite's coverage of the same files.
+ * /health on env.PORT. It runs outside tap's coverage (NODE_V8_COVERAGE is not passed on): the
+ * in-process HTTP tests are what coverage measures, and writing a child's at each exit costs time.
  */
 export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
   let output = '';
