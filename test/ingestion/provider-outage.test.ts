@@ -126,7 +126,11 @@ for (const backend of testBackends()) {
       const answer = await ctx.app.inject({ method: 'POST', url: '/v1/collections/docs/documents/batch', headers: { cookie, ...upload.headers }, payload: upload.payload });
       t.equal(answer.statusCode, 202, answer.body);
       for (const { id } of answer.json().documents) await until(id, (current) => current.progress?.next_attempt_at !== undefined);
-      const waits = lines.filter((line) => line.msg === 'ingestion jobs wait for their provider, which is unavailable');
+      // The line is written after the documents say they wait (once the rest of the collection is
+      // postponed): read the log once it is there. The next claim comes after the first pause, 15 s.
+      const isWaitLine = (line: { msg?: string }) => line.msg === 'ingestion jobs wait for their provider, which is unavailable';
+      for (const deadline = Date.now() + 10_000; !lines.some(isWaitLine) && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 20));
+      const waits = lines.filter(isWaitLine);
       t.equal(waits.length, 1, 'one line');
       t.match(waits[0], { level: 40, jobs: 3, error: 'embedding failed: openai answered 503: The engine is currently overloaded' });
     });
