@@ -33,15 +33,14 @@ function isHttpUrl(value: string): boolean {
  * schema object, and route schemas are module constants, so an app built after the first compiles
  * none. Compiling them was about a tenth of a second of CPU per app; the tests build hundreds.
  */
-let validators: { coercing: Ajv; exact: Ajv } | undefined;
+const coercing = buildAjv(true);
+const exact = buildAjv(false);
 
 /**
  * Query strings and path parameters arrive as text and are coerced (`?limit=10`); JSON bodies
  * are not, so that `{"password": 12345678}` is a 400 instead of silently becoming a string.
  */
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
-  validators ??= { coercing: buildAjv(true), exact: buildAjv(false) };
-  const { coercing, exact } = validators;
   return ({ schema, httpPart }) => (httpPart === 'body' ? exact.compile(schema as object) : decimalNumbersOnly(coercing.compile(schema as object), schema));
 }
 

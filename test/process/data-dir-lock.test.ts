@@ -5,13 +5,13 @@
  * second start is refused before it opens the database; the lock goes with a graceful stop, and a
  * lock left by a process killed with SIGKILL does not hold up the next start.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { freePort } from '../support/free-port.js';
-import { startServer } from '../support/server-process.js';
+import { spawnServer, startServer } from '../support/server-process.js';
 
 const ADMIN = { email: 'admin@example.com', password: 'a long passphrase' };
 
@@ -21,11 +21,7 @@ function serverEnv(dataDir: string, port: number): Record<string, string> {
 
 /** Starts the service and waits for it to exit on its own, or for it to answer /health (then it is stopped). */
 async function startExpectingRefusal(env: Record<string, string>): Promise<{ code: number | null; output: string; answered: boolean }> {
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
-  const child = spawn(process.execPath, ['--import', './test/support/typescript-loader.mjs', 'src/main.ts'], { env: { ...inherited, HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  const { child, output } = spawnServer({ HOST: '127.0.0.1', ...env });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   let answered = false;
   for (let attempt = 0; attempt < 240 && child.exitCode === null && !answered; attempt++) {
@@ -33,7 +29,7 @@ async function startExpectingRefusal(env: Record<string, string>): Promise<{ cod
     if (!answered) await new Promise((resolve) => setTimeout(resolve, 250));
   }
   if (answered) child.kill('SIGTERM');
-  return { code: await exited, output, answered };
+  return { code: await exited, output: output(), answered };
 }
 
 async function stopGracefully(child: ChildProcess): Promise<number | null> {

@@ -4,13 +4,13 @@
  * LOG_LEVEL=loud with pino's "default level:loud must be included in custom levels", and a
  * DATABASE_URL without a database name with MikroORM's words for it.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { freePort } from '../support/free-port.js';
+import { spawnServer } from '../support/server-process.js';
 
 function refusalOf(env: Record<string, string>): unknown {
   try {
@@ -66,13 +66,9 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
 
 /** Starts the service with `env` over the test's environment and waits for it to exit. */
 async function failedStart(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
-  const child = spawn(process.execPath, ['--import', './test/support/typescript-loader.mjs', 'src/main.ts'], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  const { child, output } = spawnServer(env);
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  return { code, output };
+  return { code, output: output() };
 }
 
 const STACK_FRAME = /\n\s+at /;

@@ -7,28 +7,36 @@ export interface ServerProcess {
 }
 
 /**
- * The service in its own process from the TypeScript sources, as `npm start` runs it, answering
- * /health on env.PORT. It runs outside tap's coverage (NODE_V8_COVERAGE is not passed on): the
- * in-process HTTP tests are what coverage measures, and writing a child's at each exit costs time.
+ * The service in its own process from the TypeScript sources, as `npm start` runs it, with `env`
+ * over the test's environment; nothing waited for. It runs outside tap's coverage
+ * (NODE_V8_COVERAGE is not passed on): the in-process HTTP tests are what coverage measures, and
+ * writing a child's at each exit costs time.
  */
-export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
+export function spawnServer(env: Record<string, string>): ServerProcess {
   let output = '';
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_V8_COVERAGE' && name !== 'NODE_OPTIONS'));
   const child = spawn(process.execPath, ['--import', './test/support/typescript-loader.mjs', 'src/main.ts'], {
-    env: { ...inherited, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  return { child, output: () => output };
+}
+
+/** The service in its own process (spawnServer) on 127.0.0.1, once it answers /health on env.PORT. */
+export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
+  const server = spawnServer({ HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env });
+  const { child, output } = server;
   for (let attempt = 0; attempt < 240; attempt++) {
-    if (child.exitCode !== null) throw new Error(`server exited early: ${output}`);
+    if (child.exitCode !== null) throw new Error(`server exited early: ${output()}`);
     try {
-      if ((await fetch(`http://127.0.0.1:${env.PORT}/health`)).ok) return { child, output: () => output };
+      if ((await fetch(`http://127.0.0.1:${env.PORT}/health`)).ok) return server;
     } catch {
       // not listening yet
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   child.kill('SIGKILL');
-  throw new Error(`server did not answer /health: ${output}`);
+  throw new Error(`server did not answer /health: ${output()}`);
 }
