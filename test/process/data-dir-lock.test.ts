@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { freePort } from '../support/free-port.js';
-import { spawnServer, startServer } from '../support/server-process.js';
+import { answersHealth, spawnServer, startServer } from '../support/server-process.js';
 
 const ADMIN = { email: 'admin@example.com', password: 'a long passphrase' };
 
@@ -21,15 +21,11 @@ function serverEnv(dataDir: string, port: number): Record<string, string> {
 
 /** Starts the service and waits for it to exit on its own, or for it to answer /health (then it is stopped). */
 async function startExpectingRefusal(env: Record<string, string>): Promise<{ code: number | null; output: string; answered: boolean }> {
-  const { child, output } = spawnServer({ HOST: '127.0.0.1', ...env });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  let answered = false;
-  for (let attempt = 0; attempt < 240 && child.exitCode === null && !answered; attempt++) {
-    answered = await fetch(`http://127.0.0.1:${env.PORT}/health`).then((response) => response.ok, () => false);
-    if (!answered) await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  if (answered) child.kill('SIGTERM');
-  return { code: await exited, output: output(), answered };
+  const server = spawnServer({ HOST: '127.0.0.1', ...env });
+  const exited = new Promise<number | null>((resolve) => server.child.once('exit', resolve));
+  const answered = await answersHealth(server, env.PORT!);
+  if (answered) server.child.kill('SIGTERM');
+  return { code: await exited, output: server.output(), answered };
 }
 
 async function stopGracefully(child: ChildProcess): Promise<number | null> {

@@ -24,19 +24,23 @@ export function spawnServer(env: Record<string, string>): ServerProcess {
   return { child, output: () => output };
 }
 
+/**
+ * Waits until the server answers /health on `port` (true), exits, or has not answered for 60 s
+ * (false either way).
+ */
+export async function answersHealth({ child }: ServerProcess, port: string | number): Promise<boolean> {
+  for (let attempt = 0; attempt < 240 && child.exitCode === null; attempt++) {
+    if (await fetch(`http://127.0.0.1:${port}/health`).then((response) => response.ok, () => false)) return true;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return false;
+}
+
 /** The service in its own process (spawnServer) on 127.0.0.1, once it answers /health on env.PORT. */
 export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
   const server = spawnServer({ HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env });
-  const { child, output } = server;
-  for (let attempt = 0; attempt < 240; attempt++) {
-    if (child.exitCode !== null) throw new Error(`server exited early: ${output()}`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${env.PORT}/health`)).ok) return server;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`server did not answer /health: ${output()}`);
+  if (await answersHealth(server, env.PORT!)) return server;
+  if (server.child.exitCode !== null) throw new Error(`server exited early: ${server.output()}`);
+  server.child.kill('SIGKILL');
+  throw new Error(`server did not answer /health: ${server.output()}`);
 }
