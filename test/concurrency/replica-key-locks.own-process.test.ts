@@ -15,6 +15,7 @@ import { freePort } from '../support/free-port.js';
 const words = ['apple', 'banana', 'cherry', 'damson', 'elder', 'fig', 'grape', 'hazel'];
 
 // pg 8 warns once per process when a client is sent a query while another runs on it; pg 9 throws.
+// Hence a process of this file's own: another file's queries could have had that one warning.
 const overlappingQueryWarnings: string[] = [];
 process.on('warning', (warning) => {
   if (/already executing a query/.test(warning.message)) overlappingQueryWarnings.push(warning.message);

@@ -1,0 +1,3 @@
+import { runTestGroup } from '../support/test-groups.js';
+
+await runTestGroup(import.meta.url);
