@@ -9,7 +9,10 @@
  *
  * Run: npm run build && npx tsx bench/documents/truncate.ts [sizes=5000,20000]
  * DATABASE_URL: PostgreSQL (that database is dropped and recreated); else the embedded database in a
- * temporary directory. Writes bench/results/truncate-<pglite|postgresql>.json (BENCH_OUT overrides).
+ * temporary directory. BENCH_FILE_STORE=s3: the service keeps its files in s3rver, run in a process
+ * of its own (ORIGINALS_IN_DATABASE_MAX_BYTES=0 puts every original there too). BENCH_SETTLE_S: the
+ * pause before the second round of queries (60). Writes bench/results/truncate-<pglite|postgresql>.json,
+ * `-s3` added with BENCH_FILE_STORE=s3 (BENCH_OUT overrides).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -17,16 +20,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { topics } from '../search/corpus.js';
 import { JsonClient, resetPostgresDatabase, startServiceAt, summarize, uploadCorpusBatch, waitForIngestion } from '../search/harness.js';
+import { startLocalS3Process } from '../../test/storage/s3-server.js';
 import { bootstrapAdmin, machineDescription, writeResult } from '../support/service-process.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const sizes = (process.argv[2] ?? '5000,20000').split(',').map(Number);
 const databaseUrl = process.env.DATABASE_URL;
 const database = databaseUrl ? 'postgresql' : 'pglite';
-const out = process.env.BENCH_OUT ?? path.join(root, `bench/results/truncate-${database}.json`);
+const fileStore = process.env.BENCH_FILE_STORE === 's3' ? 's3' : 'local';
+const out = process.env.BENCH_OUT ?? path.join(root, `bench/results/truncate-${database}${fileStore === 's3' ? '-s3' : ''}.json`);
 const DOCUMENTS_PER_BATCH = 50;
 const UPLOADS_IN_FLIGHT = 4;
-const SETTLE_SECONDS = 60;
+const SETTLE_SECONDS = Number(process.env.BENCH_SETTLE_S ?? 60);
 const log = (message: string) => process.stderr.write(`[truncate] ${message}\n`);
 
 async function load(baseUrl: string, key: string, client: JsonClient, collection: string, documents: number): Promise<{ seconds: number; chunks: number }> {
@@ -68,7 +73,14 @@ async function hybridQueries(client: JsonClient, collection: string) {
 if (databaseUrl) await resetPostgresDatabase(databaseUrl);
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-truncate-'));
 // LOG_LEVEL=debug shows the embedded database's upkeep (vacuum, checkpoints) beside the timings.
-const service = await startServiceAt(dataDir, { ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), ...(process.env.LOG_LEVEL ? { LOG_LEVEL: process.env.LOG_LEVEL } : {}) });
+const s3 = fileStore === 's3' ? await startLocalS3Process('rs-truncate-bench', 'bench') : undefined;
+const s3Environment: Record<string, string> = s3 ? {
+  FILE_STORE: 's3', S3_ENDPOINT: s3.config.endpoint!, S3_BUCKET: s3.config.bucket!, S3_ACCESS_KEY_ID: s3.config.accessKeyId!,
+  S3_SECRET_ACCESS_KEY: s3.config.secretAccessKey!, S3_FORCE_PATH_STYLE: 'true', S3_PREFIX: s3.config.prefix,
+} : {};
+const service = await startServiceAt(dataDir, {
+  ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), ...(process.env.LOG_LEVEL ? { LOG_LEVEL: process.env.LOG_LEVEL } : {}), ...s3Environment,
+});
 const runs = [];
 try {
   const { key } = await bootstrapAdmin(service.baseUrl);
@@ -105,10 +117,15 @@ try {
       collection_delete_ms: Math.round(removal.milliseconds),
     });
     // After each size: a long run stopped midway keeps what it measured.
-    await writeResult(out, { benchmark: 'truncate', date: new Date().toISOString(), database, machine: machineDescription(), documents_per_batch: DOCUMENTS_PER_BATCH, runs });
+    await writeResult(out, {
+      benchmark: 'truncate', date: new Date().toISOString(), database, file_store: fileStore,
+      originals_in_database_max_bytes: process.env.ORIGINALS_IN_DATABASE_MAX_BYTES ?? 'default', settle_seconds: SETTLE_SECONDS,
+      machine: machineDescription(), documents_per_batch: DOCUMENTS_PER_BATCH, runs,
+    });
   }
   client.close();
 } finally {
   await service.stop();
+  await s3?.close();
   await rm(dataDir, { recursive: true, force: true });
 }

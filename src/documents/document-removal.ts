@@ -1,6 +1,5 @@
 import type { CollectionRecord } from '../db/entities/index.js';
 import type { CollectionDirectory } from '../collections/collection-directory.js';
-import { ConcurrencyLimit } from '../concurrency/concurrency-limit.js';
 import { NotFoundError } from '../errors.js';
 import type { SqlRunner } from '../plugins.js';
 import { settleIndexRemoval } from '../search/pending-index-removals.js';
@@ -45,16 +44,17 @@ export async function removeDocuments(runtime: RemovalRuntime, collection: Colle
   await removeFromIndexes(runtime.indexes, collection.id, keys);
   await runtime.directory.recordWrite(runtime.sql, collection.id);
   await settleIndexRemoval(runtime.sql, owedRemovalId);
-  await removeFiles(runtime.files, documentFileKeys(collection, documents));
+  await removeDocumentFiles(runtime.files, collection, documents);
 }
 
 /**
- * A document's stored files: its original (unless kept in the database) and its element pictures'
- * prefix, removed whether or not rows name them: pictures are stored before their element rows, so
- * a failed ingestion can leave some without rows.
+ * Documents' stored files: their originals (unless kept in the database) and their element
+ * pictures' prefixes, removed whether or not rows name them: pictures are stored before their
+ * element rows, so a failed ingestion can leave some without rows.
  */
-function documentFileKeys(collection: CollectionRecord, documents: RemovableDocument[]): string[] {
-  return documents.flatMap((document) => [...(document.storageKey ? [document.storageKey] : []), elementFilesPrefix(collection.id, document.id)]);
+async function removeDocumentFiles(files: FileStore, collection: CollectionRecord, documents: RemovableDocument[], otherKeys: string[] = []): Promise<void> {
+  const originals = documents.flatMap((document) => document.storageKey ? [document.storageKey] : []);
+  await files.removeMany([...originals, ...otherKeys], documents.map((document) => elementFilesPrefix(collection.id, document.id)));
 }
 
 /**
@@ -84,19 +84,11 @@ export async function truncateCollection(runtime: RemovalRuntime, collection: Co
   // stores its file before its document exists, and that document outlives the truncate. Removing
   // the prefix took such files from their documents (which then failed: "the original file is
   // missing") and failed the truncate when a file arrived while the directory was being removed.
-  await removeFiles(runtime.files, [...documentFileKeys(collection, deleted.documents), ...sessionFiles.map((file) => file.storage_key)]);
+  await removeDocumentFiles(runtime.files, collection, deleted.documents, sessionFiles.map((file) => file.storage_key));
   if (!await prepareIndexesOfLiveCollection(runtime.sql, runtime.indexes, collection)) {
     throw new NotFoundError(`Collection ${collection.name} not found: it was deleted while this request was handled`);
   }
   return deleted.documents.length;
-}
-
-/** Files removed at once; 16 at a time, since an S3 removal is a request or two. */
-const FILE_REMOVALS_AT_ONCE = 16;
-
-async function removeFiles(files: FileStore, keys: string[]): Promise<void> {
-  const limit = new ConcurrencyLimit(FILE_REMOVALS_AT_ONCE);
-  await Promise.all(keys.map((key) => limit.run(() => files.remove(key))));
 }
 
 /** The parts of the services removal needs. */

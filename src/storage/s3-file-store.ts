@@ -5,7 +5,8 @@ import {
 import { Readable } from 'node:stream';
 import type { S3StoreConfig } from '../config.js';
 import { isNetworkErrorCode } from '../network-failures.js';
-import { assertSafeKey, FileStoreUnavailableError, type FileStore } from './file-store.js';
+import { ConcurrencyLimit } from '../concurrency/concurrency-limit.js';
+import { assertSafeKey, FILE_REMOVALS_AT_ONCE, FileStoreUnavailableError, prefixesByParent, type FileStore } from './file-store.js';
 
 /**
  * Bytes per multipart part: S3 needs at least 5 MiB for every part but the last. One part is
@@ -88,6 +89,10 @@ export class S3FileStore implements FileStore {
     await this.removeObjects(keyOrPrefix).catch(this.unavailable);
   }
 
+  async removeMany(keys: string[], prefixes: string[]): Promise<void> {
+    await this.removeManyObjects(keys, prefixes).catch(this.unavailable);
+  }
+
   async close(): Promise<void> {
     this.client.destroy();
   }
@@ -139,16 +144,43 @@ export class S3FileStore implements FileStore {
   private async removeObjects(keyOrPrefix: string): Promise<void> {
     const objectKey = this.objectKey(keyOrPrefix);
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+    await this.removeListed(`${objectKey}/`, () => true);
+  }
+
+  private async removeManyObjects(keys: string[], prefixes: string[]): Promise<void> {
+    await this.deleteObjectKeys(keys.map((key) => this.objectKey(key)));
+    const { byParent, alone } = prefixesByParent(prefixes);
+    for (const [parent, group] of byParent) {
+      const listedPrefix = `${this.objectKey(parent)}/`;
+      const wanted = new Set([...group].map((prefix) => this.objectKey(prefix)));
+      // An object's prefix of that level: the parent and the next segment of its key.
+      await this.removeListed(listedPrefix, (key) => {
+        const end = key.indexOf('/', listedPrefix.length);
+        return end > 0 && wanted.has(key.slice(0, end));
+      });
+    }
+    const limit = new ConcurrencyLimit(FILE_REMOVALS_AT_ONCE);
+    await Promise.all(alone.map((prefix) => limit.run(() => this.removeListed(`${this.objectKey(prefix)}/`, () => true))));
+  }
+
+  /** Deletes the objects listed under `listedPrefix` that `chosen` takes, a page of the listing at a time. */
+  private async removeListed(listedPrefix: string, chosen: (key: string) => boolean): Promise<void> {
     let continuationToken: string | undefined;
     do {
-      const listed = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: `${objectKey}/`, ContinuationToken: continuationToken }));
-      const keys = (listed.Contents ?? []).map((object) => object.Key!).filter(Boolean);
-      for (let start = 0; start < keys.length; start += DELETE_BATCH) {
-        await this.client.send(new DeleteObjectsCommand({
-          Bucket: this.bucket, Delete: { Objects: keys.slice(start, start + DELETE_BATCH).map((Key) => ({ Key })), Quiet: true },
-        }));
-      }
+      const listed = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: listedPrefix, ContinuationToken: continuationToken }));
+      await this.deleteObjectKeys((listed.Contents ?? []).map((object) => object.Key!).filter((key) => key && chosen(key)));
       continuationToken = listed.IsTruncated ? listed.NextContinuationToken : undefined;
     } while (continuationToken);
+  }
+
+  private async deleteObjectKeys(keys: string[]): Promise<void> {
+    for (let start = 0; start < keys.length; start += DELETE_BATCH) {
+      const answer = await this.client.send(new DeleteObjectsCommand({
+        Bucket: this.bucket, Delete: { Objects: keys.slice(start, start + DELETE_BATCH).map((Key) => ({ Key })), Quiet: true },
+      }));
+      // A quiet DeleteObjects answers 200 and names only the keys it did not delete.
+      const refused = answer.Errors ?? [];
+      if (refused.length > 0) throw new Error(`S3 bucket ${this.bucket} did not delete ${refused.length} objects: ${refused[0]!.Key} (${refused[0]!.Code}: ${refused[0]!.Message})`);
+    }
   }
 }

@@ -4,7 +4,10 @@
  * file before its document exists, and that document outlives the truncate. Removing the whole
  * prefix took such files from their documents, which then failed ("the original file is missing").
  * The same holds for the files of a session being completed, which become its documents' files.
+ * Documents' pictures go by one listing of the collection's pictures (FileStore.removeMany), and
+ * only those of the documents deleted.
  */
+import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -42,5 +45,26 @@ for (const backend of testBackends()) {
     t.same(truncated.json(), { deleted_documents: 1 });
     t.same(storedFiles(), [path.basename(claimedKey), 'racing-upload'].sort(), 'the deleted document\'s and open session\'s files are gone; the racing upload\'s and the claimed session\'s are kept');
     t.equal((await app.inject({ url: `/v1/collections/stored/uploads/${session.id}`, headers: admin })).statusCode, 404, 'the session is gone');
+  });
+
+  t.test(`${backend}: a truncate of 40 documents removes their pictures and no other document's`, async (t) => {
+    const { app, admin, services } = await adminTestApp(t, backend);
+    const collection = await createTestCollection(app, admin, { name: 'pictured' });
+    const upload = multipartUpload(Array.from({ length: 40 }, (_, index) => ({ filename: `note-${index}.txt`, content: `Harbour note ${index} about tides.`, contentType: 'text/plain' })));
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections/pictured/documents/batch', headers: { ...admin, ...upload.headers }, payload: upload.payload })).statusCode, 202);
+    const documents = await waitForIngestion(app, 'pictured', admin);
+    t.equal(documents.length, 40);
+    // What ingestion of a multimodal collection leaves (element-files.ts): pictures under each document's prefix.
+    const pictured = documents.filter((_, index) => index % 3 === 0).map((document) => `${collection.id}/elements/${document.id}/0`);
+    for (const key of pictured) await services.files.write(key, Buffer.from('png'));
+    // A document being created while the truncate runs (its id unknown to the truncate) keeps its picture.
+    const racing = `${collection.id}/elements/${randomUUID()}/0`;
+    await services.files.write(racing, Buffer.from('png'));
+
+    const truncated = await app.inject({ method: 'POST', url: '/v1/collections/pictured/truncate', headers: admin });
+    t.equal(truncated.statusCode, 200, truncated.body);
+    t.same(truncated.json(), { deleted_documents: 40 });
+    const left = readdirSync(path.join(services.config.dataDir, 'files', collection.id, 'elements'));
+    t.same(left, [racing.split('/')[2]], `the ${pictured.length} deleted documents' pictures are gone, the racing document's is kept`);
   });
 }

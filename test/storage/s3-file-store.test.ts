@@ -5,20 +5,16 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import t from 'tap';
 import { loadConfig, type S3StoreConfig } from '../../src/config.js';
-import { LocalFileStore, type FileStore } from '../../src/storage/file-store.js';
-import { S3FileStore } from '../../src/storage/s3-file-store.js';
 import { buildTestApp, multipartUpload, setupAdmin, testBackends, waitForIngestion } from '../support/test-app.js';
 import { assertError } from '../support/assertions.js';
 import { storedOriginals } from '../support/stored-originals.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
-import { startLocalS3 } from './s3-server.js';
+import { localAndS3Stores, startLocalS3 } from './s3-server.js';
 
 /** `megabytes` of deterministic bytes, produced a chunk at a time. */
 function generated(megabytes: number): { stream: () => Readable; sha256: string; size: number } {
@@ -61,15 +57,7 @@ t.test('configuration: FILE_STORE and the S3 settings', async (t) => {
 });
 
 t.test('file store behaviour, local and S3', async (t) => {
-  const s3 = await startLocalS3('store-checks', 'checks/');
-  const root = await mkdtemp(path.join(os.tmpdir(), 'rs-store-'));
-  const s3Store = new S3FileStore(s3.config);
-  t.teardown(async () => {
-    await s3Store.close();
-    await s3.close();
-    await rm(root, { recursive: true, force: true });
-  });
-  const stores: Array<[string, FileStore]> = [['local', new LocalFileStore(root)], ['s3', s3Store]];
+  const { s3, root, stores } = await localAndS3Stores(t, 'store-checks', 'checks/');
   for (const [name, store] of stores) {
     await t.test(name, async (t) => {
       await store.write('c1/small', Readable.from([Buffer.from('hello '), Buffer.from('world')]));
@@ -168,6 +156,16 @@ for (const backend of testBackends()) {
     t.equal((await objects()).length, 2, 'deleting a document removes its object');
     t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/bucketed/batches/${batch.json().batch_id}`, headers: admin })).statusCode, 204);
     t.same(await objects(), [], 'deleting a batch removes its objects');
+
+    await send('/v1/collections/bucketed/documents/batch', [
+      { filename: 'gulls.txt', content: 'Gulls follow the ferry out of the harbour.' },
+      { filename: 'buoys.txt', content: 'Buoys mark the edge of the channel.' },
+    ]);
+    t.equal((await objects()).length, 2);
+    await waitForIngestion(app, 'bucketed', admin);
+    const truncated = await app.inject({ method: 'POST', url: '/v1/collections/bucketed/truncate', headers: admin });
+    t.same(truncated.json(), { deleted_documents: 2 });
+    t.same(await objects(), [], 'a truncate removes its documents\' objects');
 
     await send('/v1/collections/bucketed/documents', [{ filename: 'last.txt', content: 'The last file before the collection goes.' }]);
     t.equal((await objects()).length, 1);
