@@ -3,7 +3,7 @@
  * stores remove the keys and the prefixes asked and nothing beside them, and S3 does it in a request
  * per 1,000 objects. It took two requests a document (a DeleteObject, then a listing of the
  * document's picture prefix), whether or not the document had any file: 100,000 requests for a
- * truncate of 50,000 documents.
+ * truncate of 50,000 documents. Keys a bucket refuses to delete fail the removal (they were ignored).
  */
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import t from 'tap';
@@ -110,4 +110,14 @@ t.test('removeMany on a parent with more objects than one listing page holds (s3
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);
   t.same(left.sort(), many.slice(1_040).map((prefix) => `${prefix}/0`).sort(), 'every page was gone through: only the 10 not asked for are left');
+});
+
+t.test('a DeleteObjects that refuses some keys fails the removal, naming one (a quiet one still answers 200)', async (t) => {
+  // What a bucket whose policy denies deletion answers, from a client standing in for one.
+  const refusing = {
+    send: async () => ({ Errors: [{ Key: 'c1/original-a', Code: 'AccessDenied', Message: 'Access Denied' }, { Key: 'c1/original-b', Code: 'AccessDenied', Message: 'Access Denied' }] }),
+    destroy: () => undefined,
+  } as unknown as S3Client;
+  const store = new S3FileStore({ endpoint: undefined, bucket: 'locked', region: 'us-east-1', accessKeyId: undefined, secretAccessKey: undefined, forcePathStyle: true, prefix: '' }, refusing);
+  await t.rejects(store.removeMany(['c1/original-a', 'c1/original-b'], []), /^S3 bucket locked did not delete 2 objects: c1\/original-a \(AccessDenied: Access Denied\)$/);
 });
