@@ -2,8 +2,8 @@
  * Removing many files at once, as a truncate or a batch deletion does (FileStore.removeMany): both
  * stores remove the keys and the prefixes asked and nothing beside them, and S3 does it in a request
  * per 1,000 objects. It took two requests a document (a DeleteObject, then a listing of the
- * document's picture prefix), whether or not the document had any file: 100,000 requests for a
- * truncate of 50,000 documents. Keys a bucket refuses to delete fail the removal (they were ignored).
+ * document's picture prefix), whether or not the document had any picture, and two more for an
+ * original in the bucket: at least 100,000 requests for a truncate of 50,000 documents. Keys a bucket refuses to delete fail the removal (they were ignored).
  */
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import t from 'tap';
