@@ -148,27 +148,17 @@ export class LocalFileStore implements FileStore {
 
   async remove(keyOrPrefix: string): Promise<void> {
     const target = this.resolve(keyOrPrefix);
-    this.forgetDirectoriesUnder([target]);
+    this.forgetMadeDirectories();
     await rm(target, { recursive: true, force: true });
   }
 
   /**
-   * Forgets the directories made at or under these paths, in one pass over them: a removal a path,
-   * each going over every directory made, took 10.3 s for the pictures of 20,000 documents.
+   * After a removal, every directory made is forgotten, not only those at or under the removed
+   * paths: finding those went over all of them for each path removed, which took 10.3 s for the
+   * pictures of 20,000 documents. A directory forgotten costs one mkdir at its next write.
    */
-  private forgetDirectoriesUnder(targets: string[]): void {
-    const removed = new Set(targets);
-    for (const directory of this.madeDirectories) {
-      for (let ancestor = directory; ;) {
-        if (removed.has(ancestor)) {
-          this.madeDirectories.delete(directory);
-          break;
-        }
-        const parent = path.dirname(ancestor);
-        if (parent === ancestor || parent.length < this.root.length) break;
-        ancestor = parent;
-      }
-    }
+  private forgetMadeDirectories(): void {
+    this.madeDirectories.clear();
   }
 
   async removeMany(keys: string[], prefixes: string[]): Promise<void> {
@@ -182,7 +172,7 @@ export class LocalFileStore implements FileStore {
       for (const name of names) if (group.has(`${parent}/${name}`)) present.push(`${parent}/${name}`);
     }
     const targets = [...keys, ...alone, ...present].map((key) => this.resolve(key));
-    this.forgetDirectoriesUnder(targets);
+    this.forgetMadeDirectories();
     const limit = new ConcurrencyLimit(FILE_REMOVALS_AT_ONCE);
     await Promise.all(targets.map((target) => limit.run(() => rm(target, { recursive: true, force: true }))));
   }
