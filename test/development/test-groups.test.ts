@@ -3,7 +3,7 @@
  * has one set of groups, so no test file is left out of the suite or run twice.
  */
 import t from 'tap';
-import { checkoutGroupProblems, groupProblems, parseGroupName } from '../support/test-groups.js';
+import { checkoutGroupProblems, groupProblems, parseGroupName, strayTestFiles } from '../support/test-groups.js';
 
 t.test('group file names', async (t) => {
   t.same(parseGroupName('search.ts'), { name: 'search.ts', folder: 'search', part: 1, parts: 1 });
@@ -21,6 +21,13 @@ t.test('the checks that no test file is left out or run twice', async (t) => {
   t.match(groupProblems(['search'], ['search.ts', 'search-1-of-2.ts', 'search-2-of-2.ts']), [/one set of parts/], 'the whole folder and parts of it');
   t.match(groupProblems(['search'], ['search.ts', 'old.ts']), [/^groups\/ has groups for test\/old\//], 'a group of a folder that is gone');
   t.match(groupProblems(['search'], ['search.ts', 'Search.js']), [/^groups\/Search\.js is not a group file's name/]);
+});
+
+t.test('test files no group takes: directly under test/, or a folder down', async (t) => {
+  t.same(strayTestFiles([
+    'search/query.test.ts', 'search/query-helpers.ts', 'stray.test.ts', 'search/deeper/hidden.test.ts',
+    'support/helper.test.ts', 'admin/alone.own-process.test.ts', 'deeper/still/alone.own-process.test.ts',
+  ]), ['stray.test.ts', 'search/deeper/hidden.test.ts', 'support/helper.test.ts']);
 });
 
 t.test('this checkout: every folder of tests has one set of groups', async (t) => {

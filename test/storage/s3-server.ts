@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -41,7 +42,7 @@ export async function startLocalS3(bucket = 'rs-files', prefix = ''): Promise<Lo
 export async function startLocalS3Process(bucket = 'rs-files', prefix = ''): Promise<LocalS3> {
   const directory = await mkdtemp(path.join(os.tmpdir(), 'rs-s3rver-'));
   const options = JSON.stringify({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket }] });
-  const script = `const S3rver = require('s3rver'); new S3rver(${options}).run().then(({ port }) => console.log(port));`;
+  const script = `const S3rver = require(${JSON.stringify(createRequire(import.meta.url).resolve('s3rver'))}); new S3rver(${options}).run().then(({ port }) => console.log(port));`;
   const child = spawn(process.execPath, ['--openssl-legacy-provider', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '' } });
   const exited = once(child, 'exit');
   const [line] = await Promise.race([once(createInterface({ input: child.stdout! }), 'line'), exited.then(() => [undefined])]) as [string | undefined];

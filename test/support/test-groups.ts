@@ -8,8 +8,8 @@
  * `search-2-of-4.ts` the second of four parts of it (the folder's files in name order, dealt out in
  * turn). A test file that has to be alone in its process (it sets environment variables, or watches
  * process-wide warnings) is named `*.own-process.test.ts`: tap runs it by itself and no group takes it.
- * Every group checks that each folder of tests has its groups, so a new folder fails the suite
- * instead of being left out of it. A test file still runs alone when named: `npx tap test/search/query.test.ts`.
+ * Every group checks that each folder of tests has its groups and that no test file sits where no
+ * group takes it, so a new folder or a misplaced file fails the suite instead of being left out of it. A test file still runs alone when named: `npx tap test/search/query.test.ts`.
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -84,10 +84,24 @@ async function testFolders(): Promise<string[]> {
   return folders.sort();
 }
 
-/** groupProblems for the test folders and group files of this checkout. */
+/**
+ * Test files no group takes and tap would not run alone: directly under `test/`, or in a folder
+ * within a folder of tests (groups take a folder's own files only).
+ */
+export function strayTestFiles(testFilePaths: string[]): string[] {
+  return testFilePaths.filter((file) => {
+    if (file.endsWith(OWN_PROCESS_SUFFIX) || !file.endsWith(TEST_SUFFIX)) return false;
+    const folders = file.split('/').slice(0, -1);
+    return folders.length !== 1 || NOT_TESTS.has(folders[0]!);
+  });
+}
+
+/** groupProblems for the test folders and group files of this checkout, and its stray test files. */
 export async function checkoutGroupProblems(): Promise<string[]> {
   const groupFileNames = (await readdir(path.join(TEST_ROOT, GROUPS_FOLDER))).filter((name) => name.endsWith('.ts'));
-  return groupProblems(await testFolders(), groupFileNames);
+  const testFilePaths = (await readdir(TEST_ROOT, { recursive: true })).map((file) => file.split(path.sep).join('/'));
+  const strays = strayTestFiles(testFilePaths).map((file) => `test/${file} is in no group: move it into a folder of tests, or name it *${OWN_PROCESS_SUFFIX}`);
+  return [...groupProblems(await testFolders(), groupFileNames), ...strays];
 }
 
 /** Imports the test files of the group whose file is `groupFileUrl` (its `import.meta.url`), one after another. */
