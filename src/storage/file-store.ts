@@ -106,7 +106,12 @@ export function assertSafeKey(key: string): void {
 
 /** Files under DATA_DIR/files. */
 export class LocalFileStore implements FileStore {
-  /** Directories this store made: every upload of a collection goes to the same one. */
+  /**
+   * Directories this store made: every upload of a collection goes to the same one. A removal forgets
+   * them all, not only those at or under the removed paths: finding those went over all of them for
+   * each path removed, 10.3 s for the pictures of 20,000 documents. A directory forgotten costs one
+   * mkdir at its next write.
+   */
   private readonly madeDirectories = new Set<string>();
 
   constructor(private readonly root: string) {}
@@ -148,17 +153,8 @@ export class LocalFileStore implements FileStore {
 
   async remove(keyOrPrefix: string): Promise<void> {
     const target = this.resolve(keyOrPrefix);
-    this.forgetMadeDirectories();
-    await rm(target, { recursive: true, force: true });
-  }
-
-  /**
-   * After a removal, every directory made is forgotten, not only those at or under the removed
-   * paths: finding those went over all of them for each path removed, which took 10.3 s for the
-   * pictures of 20,000 documents. A directory forgotten costs one mkdir at its next write.
-   */
-  private forgetMadeDirectories(): void {
     this.madeDirectories.clear();
+    await rm(target, { recursive: true, force: true });
   }
 
   async removeMany(keys: string[], prefixes: string[]): Promise<void> {
@@ -172,7 +168,7 @@ export class LocalFileStore implements FileStore {
       for (const name of names) if (group.has(`${parent}/${name}`)) present.push(`${parent}/${name}`);
     }
     const targets = [...keys, ...alone, ...present].map((key) => this.resolve(key));
-    this.forgetMadeDirectories();
+    this.madeDirectories.clear();
     const limit = new ConcurrencyLimit(FILE_REMOVALS_AT_ONCE);
     await Promise.all(targets.map((target) => limit.run(() => rm(target, { recursive: true, force: true }))));
   }

@@ -1,5 +1,5 @@
 import {
-  AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteObjectCommand, DeleteObjectsCommand,
+  AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteObjectsCommand,
   GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { Readable } from 'node:stream';
@@ -86,7 +86,7 @@ export class S3FileStore implements FileStore {
 
   /** Deletes the object `key` and every object under `key/` (a collection's or a document's files). */
   async remove(keyOrPrefix: string): Promise<void> {
-    await this.removeObjects(keyOrPrefix).catch(this.unavailable);
+    await this.removeMany([keyOrPrefix], [keyOrPrefix]);
   }
 
   async removeMany(keys: string[], prefixes: string[]): Promise<void> {
@@ -139,12 +139,6 @@ export class S3FileStore implements FileStore {
       if (uploadId) await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: objectKey, UploadId: uploadId })).catch(() => undefined);
       throw error;
     }
-  }
-
-  private async removeObjects(keyOrPrefix: string): Promise<void> {
-    const objectKey = this.objectKey(keyOrPrefix);
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
-    await this.removeListed(`${objectKey}/`, () => true);
   }
 
   private async removeManyObjects(keys: string[], prefixes: string[]): Promise<void> {

@@ -9,7 +9,8 @@
  * turn). A test file that has to be alone in its process (it sets environment variables, or watches
  * process-wide warnings) is named `*.own-process.test.ts`: tap runs it by itself and no group takes it.
  * Every group checks that each folder of tests has its groups and that no test file sits where no
- * group takes it, so a new folder or a misplaced file fails the suite instead of being left out of it. A test file still runs alone when named: `npx tap test/search/query.test.ts`.
+ * group takes it, so a new folder or a misplaced file fails the suite instead of being left out of
+ * it. A test file still runs alone when named: `npx tap test/search/query.test.ts`.
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -49,7 +50,9 @@ export function groupProblems(testFolders: string[], groupFileNames: string[]): 
       problems.push(`${GROUPS_FOLDER}/${name} is not a group file's name (<folder>.ts or <folder>-<part>-of-<parts>.ts)`);
       continue;
     }
-    byFolder.set(group.folder, [...byFolder.get(group.folder) ?? [], group]);
+    const groups = byFolder.get(group.folder);
+    if (groups) groups.push(group);
+    else byFolder.set(group.folder, [group]);
   }
   for (const folder of testFolders) {
     const groups = byFolder.get(folder);
@@ -69,19 +72,16 @@ export function groupProblems(testFolders: string[], groupFileNames: string[]): 
   return problems;
 }
 
-/** The test files of one folder that run in groups, in name order. */
-async function groupedTestFiles(folder: string): Promise<string[]> {
-  const names = await readdir(path.join(TEST_ROOT, folder));
-  return names.filter((name) => name.endsWith(TEST_SUFFIX) && !name.endsWith(OWN_PROCESS_SUFFIX)).sort();
+/** Every file under `test/`, as `folder/name` paths, in name order: one listing a group process. */
+async function testTreeFiles(): Promise<string[]> {
+  return (await readdir(TEST_ROOT, { recursive: true })).map((file) => file.split(path.sep).join('/')).sort();
 }
 
-async function testFolders(): Promise<string[]> {
-  const entries = await readdir(TEST_ROOT, { withFileTypes: true });
-  const folders: string[] = [];
-  for (const entry of entries) {
-    if (entry.isDirectory() && !NOT_TESTS.has(entry.name) && (await groupedTestFiles(entry.name)).length > 0) folders.push(entry.name);
-  }
-  return folders.sort();
+/** A file a group takes: a test file, not one of its own process, directly in a folder of tests; its folder then. */
+function groupedFolderOf(file: string): string | undefined {
+  if (file.endsWith(OWN_PROCESS_SUFFIX) || !file.endsWith(TEST_SUFFIX)) return undefined;
+  const folders = file.split('/').slice(0, -1);
+  return folders.length === 1 && !NOT_TESTS.has(folders[0]!) ? folders[0] : undefined;
 }
 
 /**
@@ -89,26 +89,28 @@ async function testFolders(): Promise<string[]> {
  * within a folder of tests (groups take a folder's own files only).
  */
 export function strayTestFiles(testFilePaths: string[]): string[] {
-  return testFilePaths.filter((file) => {
-    if (file.endsWith(OWN_PROCESS_SUFFIX) || !file.endsWith(TEST_SUFFIX)) return false;
-    const folders = file.split('/').slice(0, -1);
-    return folders.length !== 1 || NOT_TESTS.has(folders[0]!);
-  });
+  return testFilePaths.filter((file) => file.endsWith(TEST_SUFFIX) && !file.endsWith(OWN_PROCESS_SUFFIX) && !groupedFolderOf(file));
+}
+
+/** groupProblems for the test folders and group files of `files` (testTreeFiles), and its stray test files. */
+function treeGroupProblems(files: string[]): string[] {
+  const groupFileNames = files.filter((file) => file.startsWith(`${GROUPS_FOLDER}/`) && file.endsWith('.ts')).map((file) => file.slice(GROUPS_FOLDER.length + 1));
+  const testFolders = [...new Set(files.map(groupedFolderOf).filter((folder) => folder !== undefined))];
+  const strays = strayTestFiles(files).map((file) => `test/${file} is in no group: move it into a folder of tests, or name it *${OWN_PROCESS_SUFFIX}`);
+  return [...groupProblems(testFolders, groupFileNames), ...strays];
 }
 
 /** groupProblems for the test folders and group files of this checkout, and its stray test files. */
 export async function checkoutGroupProblems(): Promise<string[]> {
-  const groupFileNames = (await readdir(path.join(TEST_ROOT, GROUPS_FOLDER))).filter((name) => name.endsWith('.ts'));
-  const testFilePaths = (await readdir(TEST_ROOT, { recursive: true })).map((file) => file.split(path.sep).join('/'));
-  const strays = strayTestFiles(testFilePaths).map((file) => `test/${file} is in no group: move it into a folder of tests, or name it *${OWN_PROCESS_SUFFIX}`);
-  return [...groupProblems(await testFolders(), groupFileNames), ...strays];
+  return treeGroupProblems(await testTreeFiles());
 }
 
 /** Imports the test files of the group whose file is `groupFileUrl` (its `import.meta.url`), one after another. */
 export async function runTestGroup(groupFileUrl: string): Promise<void> {
-  const problems = await checkoutGroupProblems();
+  const files = await testTreeFiles();
+  const problems = treeGroupProblems(files);
   if (problems.length > 0) throw new Error(`the test groups leave test files out or run them twice:\n- ${problems.join('\n- ')}`);
   const group = parseGroupName(path.basename(fileURLToPath(groupFileUrl)))!;
-  const files = (await groupedTestFiles(group.folder)).filter((_, index) => index % group.parts === group.part - 1);
-  for (const file of files) await import(pathToFileURL(path.join(TEST_ROOT, group.folder, file)).href);
+  const members = files.filter((file) => groupedFolderOf(file) === group.folder).filter((_, index) => index % group.parts === group.part - 1);
+  for (const file of members) await import(pathToFileURL(path.join(TEST_ROOT, file)).href);
 }
