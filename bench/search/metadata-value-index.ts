@@ -55,7 +55,7 @@ const thresholdsOf: Record<string, SearchThresholds> = {
   index: { ...defaultSearchThresholds, indexedCandidatesScale: Number.MAX_SAFE_INTEGER },
   before_the_index: { ...defaultSearchThresholds, indexedCandidatesScale: 0 },
   exact_scan: { ...defaultSearchThresholds, indexedCandidatesScale: 0, exactScanMaxFraction: 1 },
-  hnsw_post_filter: { ...defaultSearchThresholds, indexedCandidatesScale: 0, exactSearchBelow: 0, exactScanMaxFraction: 0 },
+  hnsw_post_filter: { ...defaultSearchThresholds, indexedCandidatesScale: 0, exactSearchBelow: 0, exactScanMaxFraction: 0, exactScanAwaitingShare: Number.POSITIVE_INFINITY },
   chosen: defaultSearchThresholds,
 };
 

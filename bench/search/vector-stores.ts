@@ -202,9 +202,9 @@ for (const settings of [
   const figures = await measureQueries(
     queryCount,
     async (q) => {
-      const keys = await vectors.approximateNearestKeys(normalised(rowOf(queries, q)), topK);
-      if (keys === null) throw new Error('the graph could not answer');
-      return keys.map((key) => ({ key, score: 0 }));
+      const found = await vectors.approximateNearest(normalised(rowOf(queries, q)), topK, topK);
+      if (found === null) throw new Error('the graph could not answer');
+      return found.hits;
     },
     (q) => truthAll[q],
   );
@@ -264,7 +264,7 @@ for (let start = 0; start < rowCount; start += upsertBatchRows) {
   studyVectors.upsert(recordsOf('study', start, Math.min(rowCount, start + upsertBatchRows)).map((record, i) => ({ ...record, tenant: studyTenantOf(start + i) })));
 }
 const forcedExact: SearchThresholds = { ...defaultSearchThresholds, exactTenantScanMaxRows: Number.MAX_SAFE_INTEGER, exactScanMaxFraction: 1 };
-const forcedApproximate: SearchThresholds = { ...defaultSearchThresholds, exactSearchBelow: 0, exactTenantScanMaxRows: 0, exactScanMaxFraction: 0 };
+const forcedApproximate: SearchThresholds = { ...defaultSearchThresholds, exactSearchBelow: 0, exactTenantScanMaxRows: 0, exactScanMaxFraction: 0, exactScanAwaitingShare: Number.POSITIVE_INFINITY };
 const thresholdStudy = [];
 for (const [percent, low, high] of selectivityRanges) {
   const truth = filteredTruth((row) => row % 100 >= low && row % 100 < high);

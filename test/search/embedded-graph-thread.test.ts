@@ -7,7 +7,7 @@ import { CollectionVectors, defaultAnnSettings, type StoredVector } from '../../
 import { defaultSearchThresholds, searchCollectionVectors } from '../../plugins/vector-store/embedded/filtered-search.js';
 import { GraphSnapshots } from '../../plugins/vector-store/embedded/graph-snapshots.js';
 import { GraphThread, maxRowsInFlight } from '../../plugins/vector-store/embedded/graph-thread.js';
-import { killGraphThread, recordGraphRequests, recordInsertRowsInFlight } from '../support/graph-thread-control.js';
+import { holdInsertAnswers, killGraphThread, recordGraphRequests, recordInsertRowsInFlight } from '../support/graph-thread-control.js';
 
 const dimension = 8;
 /** Above exactSearchBelow, so unrestricted searches go to the graph. */
@@ -27,6 +27,9 @@ async function filledCollection(graphs: GraphThread): Promise<CollectionVectors>
   for (let start = 0; start < rowCount; start += 1000) vectors.upsert(rows(start, Math.min(1000, rowCount - start)));
   return vectors;
 }
+
+/** The defaults, except that however many rows await the graph, an unfiltered search still asks it. */
+const graphWhileBehind = { ...defaultSearchThresholds, exactScanAwaitingShare: Number.POSITIVE_INFINITY };
 
 const query = { unitQuery: rowVector(42).map((value, _, row) => value / Math.hypot(...row)), topK: 5, tenant: null, filter: null };
 
@@ -85,10 +88,10 @@ t.test('a search does not wait for its own collection\'s graph writes either, an
   const requests = recordGraphRequests(graphs);
   const order: string[] = [];
   const applied = noted(order, 'writes applied', vectors.graphCurrent());
-  const hits = await noted(order, 'search answered', searchCollectionVectors(vectors, query, defaultSearchThresholds));
+  const hits = await noted(order, 'search answered', searchCollectionVectors(vectors, query, graphWhileBehind));
   const largeRow = rowCount + 12_345;
   const unitLargeRow = rowVector(largeRow).map((value, _, row) => value / Math.hypot(...row));
-  const largeRowHits = await noted(order, 'search answered', searchCollectionVectors(vectors, { ...query, unitQuery: unitLargeRow }, defaultSearchThresholds));
+  const largeRowHits = await noted(order, 'search answered', searchCollectionVectors(vectors, { ...query, unitQuery: unitLargeRow }, graphWhileBehind));
   await applied;
   t.same(order, ['search answered', 'search answered', 'writes applied'], 'both searches were answered before the graph had applied the writes');
   t.same(requests, ['sync', 'search', 'search'], 'both answers came from the graph');
@@ -98,7 +101,7 @@ t.test('a search does not wait for its own collection\'s graph writes either, an
   t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answer');
   t.equal(largeRowHits[0]!.key, largeRow, 'a row of the insert the graph was still applying is found');
   t.ok(vectors.graphUsable, 'every write was applied to the graph without failing');
-  t.same(await searchCollectionVectors(vectors, query, defaultSearchThresholds), hits, 'the graph that applied them answers the same');
+  t.same(await searchCollectionVectors(vectors, query, graphWhileBehind), hits, 'the graph that applied them answers the same');
 });
 
 t.test('a graph saved while inserts are still pending holds them: a save waits for the writes sent before it', async (t) => {
@@ -229,4 +232,58 @@ t.test('inserts wait, as keys, while the graph thread is the bound of rows behin
   t.notOk((await fromGraph(count - 3)).includes(count - 3));
   t.equal((await fromGraph(count - 4))[0], count - 4, 'the rows around them are there');
   t.same(requests, ['search', 'search', 'search', 'search'], 'answered by the graph');
+});
+
+t.test('while many rows await the graph, an unfiltered search scans exactly; with few, it asks the graph', async (t) => {
+  const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
+  const vectors = await filledCollection(graphs);
+  await vectors.graphCurrent();
+  const answers = holdInsertAnswers(graphs);
+  const shareRows = Math.ceil(vectors.size * defaultSearchThresholds.exactScanAwaitingShare);
+  // Just under the share: the graph answers, beside the awaiting rows.
+  vectors.upsert(rows(rowCount, shareRows - 2));
+  const requests = recordGraphRequests(graphs);
+  const below = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
+  t.same(requests, ['search'], `${vectors.rowsAwaitingGraph} of ${vectors.size} rows awaiting: the graph was asked`);
+  t.equal(below[0]!.key, 42);
+  // A copy of row 42 written now, and the share reached.
+  vectors.upsert([{ key: 0, embedding: rowVector(42), metadata: {}, tenant: null }, ...rows(rowCount + shareRows, 100)]);
+  t.ok(vectors.rowsAwaitingGraph >= vectors.size * defaultSearchThresholds.exactScanAwaitingShare, `${vectors.rowsAwaitingGraph} of ${vectors.size} rows awaiting`);
+  requests.length = 0;
+  const above = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
+  t.same(requests, [], 'the graph was not asked');
+  t.same(above, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answer');
+  t.same(above.slice(0, 2).map((hit) => hit.key).sort((a, b) => a - b), [0, 42], 'the row written last is found');
+  answers.release();
+  await vectors.graphCurrent();
+  t.equal(vectors.rowsAwaitingGraph, 0, 'none awaits once the graph answered');
+  requests.length = 0;
+  t.equal((await searchCollectionVectors(vectors, query, defaultSearchThresholds))[0]!.score, above[0]!.score);
+  t.same(requests, ['search'], 'then the graph answers again');
+});
+
+t.test('a restricted search finds the best allowed row awaiting the graph, however many others await it', async (t) => {
+  const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
+  const vectors = new CollectionVectors(dimension, graphs);
+  const tenantRows = (tenant: string, first: number, count: number) => rows(first, count).map((row) => ({ ...row, tenant }));
+  for (let start = 0; start < rowCount; start += 1000) vectors.upsert(tenantRows('a', start, Math.min(1000, rowCount - start)));
+  await vectors.graphCurrent();
+  const answers = holdInsertAnswers(graphs);
+  // 200 copies of the query's row in another tenant, then one in tenant a: all score 1, and equal
+  // scores rank by key, so among every awaiting row the 200 come first.
+  vectors.upsert(Array.from({ length: 200 }, (_, n) => ({ key: rowCount + n, embedding: rowVector(42), metadata: {}, tenant: 'b' })));
+  const allowedKey = rowCount + 200;
+  vectors.upsert([{ key: allowedKey, embedding: rowVector(42), metadata: {}, tenant: 'a' }]);
+  vectors.remove([42]);
+  const requests = recordGraphRequests(graphs);
+  // The tenant's rows go to the graph rather than to an exact scan of them.
+  const hits = await searchCollectionVectors(vectors, { ...query, tenant: 'a' }, { ...graphWhileBehind, exactTenantScanMaxRows: 0 });
+  t.same(requests, ['search'], 'the graph was asked');
+  t.equal(hits[0]!.key, allowedKey, 'the awaiting row of the tenant is first');
+  t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, 'a'), 'the exact answer within the tenant');
+  t.ok(hits.every((hit) => vectors.tenantOf(hit.key) === 'a'), 'no other tenant\'s row');
+  answers.release();
+  await vectors.graphCurrent();
 });

@@ -33,8 +33,8 @@ const implementations: Implementation[] = [
     name: 'embedded on PGlite, HNSW path forced',
     backend: 'pglite',
     plugin: embeddedVectorStorePlugin,
-    // Every search, filtered or not, goes through the graph with post-filtering.
-    config: { exactSearchBelow: 1, exactTenantScanMaxRows: 1, exactScanMaxFraction: 0.000001, selectivitySampleSize: 50, indexedCandidatesScale: 0 },
+    // Every search, filtered or not, goes through the graph with post-filtering, however far behind it is.
+    config: { exactSearchBelow: 1, exactTenantScanMaxRows: 1, exactScanMaxFraction: 0.000001, exactScanAwaitingShare: 1e9, selectivitySampleSize: 50, indexedCandidatesScale: 0 },
     approximate: true,
   },
   { name: 'pgvector on PGlite', backend: 'pglite', plugin: pgvectorStorePlugin, config: {}, approximate: true },

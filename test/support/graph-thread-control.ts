@@ -71,3 +71,12 @@ export function holdInsertAnswers(graphs: GraphThread): { release(): void } {
   };
   return { release };
 }
+
+/**
+ * Settles once the thread has applied every graph write posted before the call: it applies them
+ * in the order they were sent, across graphs.
+ */
+export async function graphWritesApplied(graphs: GraphThread): Promise<void> {
+  const [graph] = (graphs as unknown as { threadOfGraph: Map<number, unknown> }).threadOfGraph.keys();
+  if (graph !== undefined) await graphs.write(0, () => ({ request: { op: 'sync', graph } }));
+}

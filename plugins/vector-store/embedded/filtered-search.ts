@@ -9,6 +9,7 @@
  * - Unrestricted: exact below `exactSearchBelow` rows, else HNSW.
  * - Tenant only: the tenant's rows are contiguous, so up to `exactTenantScanMaxRows` they are
  *   scanned exactly in one SIMD pass, O(tenant size).
+ * - Either of those two, while many rows await the graph (`exactScanAwaitingShare`): exact too.
  * - With a filter: exact for small scopes, and when the filter's share of the collection (counted
  *   by the index, else estimated from a sample) is so small that post-filtering the graph would need
  *   too many candidates (about topK / share of them to find topK allowed ones). Exact means the
@@ -54,6 +55,14 @@ export interface SearchThresholds {
    * where the graph's recall was 0.93-0.99 and the candidates' exact. 0: the index is not used.
    */
   indexedCandidatesScale: number;
+  /**
+   * Rows whose graph insert is not applied yet are scored one by one beside the graph's answer
+   * (collection-vectors.ts), ~0.9 µs each, against ~0.09 µs a row for an exact SIMD scan (150k
+   * 384-dim rows while the thread inserted them, bench/search/pending-rows-search.ts). From this
+   * share of the scope's rows awaiting the graph, as right after a large load, an unfiltered search
+   * scans its scope exactly instead.
+   */
+  exactScanAwaitingShare: number;
   /** Rows whose metadata is tested to estimate a filter's selectivity before choosing. */
   selectivitySampleSize: number;
   /** First HNSW request when restricted: max(topK x this, topK x 2 / estimated share) candidates. */
@@ -65,6 +74,7 @@ export const defaultSearchThresholds: SearchThresholds = {
   exactScanMaxFraction: 0.01,
   exactTenantScanMaxRows: 20_000,
   indexedCandidatesScale: 2.5,
+  exactScanAwaitingShare: 0.1,
   selectivitySampleSize: 1_000,
   oversampling: 4,
 };
@@ -92,12 +102,13 @@ export async function searchCollectionVectors(vectors: CollectionVectors, query:
   const scanned = candidates !== null && candidates.size < scopeRows ? candidates : null;
   if (scanned !== null && scanned.size <= indexedCandidatesMax) return exactListed(vectors, query, scanned.keys(), scanned.exact);
   if (!vectors.graphUsable) return exactAllowed(vectors, query, scanned);
+  const awaitingGraph = vectors.rowsAwaitingGraph >= scopeRows * thresholds.exactScanAwaitingShare;
   if (tenant === null && filter === null) {
-    if (vectors.size < thresholds.exactSearchBelow) return exactAllowed(vectors, query, null);
+    if (vectors.size < thresholds.exactSearchBelow || awaitingGraph) return exactAllowed(vectors, query, null);
     return approximateThenExact(vectors, query, vectors.size, thresholds, null);
   }
   if (filter === null) {
-    if (scopeRows <= thresholds.exactTenantScanMaxRows) return exactAllowed(vectors, query, null);
+    if (scopeRows <= thresholds.exactTenantScanMaxRows || awaitingGraph) return exactAllowed(vectors, query, null);
     return approximateThenExact(vectors, query, scopeRows, thresholds, null);
   }
   if (scopeRows < thresholds.exactSearchBelow) return exactAllowed(vectors, query, scanned);
@@ -148,11 +159,11 @@ async function approximateThenExact(
   let requested = restricted ? Math.max(topK * thresholds.oversampling, Math.ceil((topK * 2) / share)) : topK;
   requested = Math.min(vectors.size, requested);
   for (;;) {
-    const keys = await vectors.approximateNearestKeys(unitQuery, requested);
-    if (keys === null) break;
-    const hits = keys.filter(isAllowed).map((key) => ({ key, score: vectors.similarity(unitQuery, key) }));
+    const found = await vectors.approximateNearest(unitQuery, requested, topK, restricted ? isAllowed : undefined);
+    if (found === null) break;
+    const { hits, everyRow } = found;
     // Enough allowed hits, or every row was a candidate (the answer is then the exact one).
-    if (hits.length >= topK || keys.length === vectors.size) return hits.sort(compareHits).slice(0, topK);
+    if (hits.length >= topK || everyRow) return hits.sort(compareHits).slice(0, topK);
     if (requested >= vectors.size) break;
     requested = Math.min(vectors.size, requested * thresholds.oversampling);
   }

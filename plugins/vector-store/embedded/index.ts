@@ -316,6 +316,7 @@ function optionsFromConfig(config: Record<string, unknown>): EmbeddedVectorStore
       ['exactSearchBelow', read('exactSearchBelow')],
       ['exactScanMaxFraction', read('exactScanMaxFraction')],
       ['exactTenantScanMaxRows', read('exactTenantScanMaxRows')],
+      ['exactScanAwaitingShare', read('exactScanAwaitingShare')],
       // 0: the index of metadata values is not used.
       ['indexedCandidatesScale', read('indexedCandidatesScale', { zeroAllowed: true })],
       ['selectivitySampleSize', read('selectivitySampleSize')],
