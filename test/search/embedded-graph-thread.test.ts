@@ -234,6 +234,16 @@ t.test('inserts wait, as keys, while the graph thread is the bound of rows behin
   t.same(requests, ['search', 'search', 'search', 'search'], 'answered by the graph');
 });
 
+/**
+ * Keeps the graph thread busy for a while with another collection's large insert: the graph writes
+ * sent after it are applied only once it is done. Settles then.
+ */
+function busyGraphThread(graphs: GraphThread): Promise<void> {
+  const other = new CollectionVectors(dimension, graphs);
+  other.upsert(rows(0, largeInsertRows));
+  return other.graphCurrent();
+}
+
 t.test('while many rows await the graph, an unfiltered search scans exactly; with few, it asks the graph', async (t) => {
   const graphs = new GraphThread();
   t.teardown(() => graphs.close());
@@ -270,7 +280,8 @@ t.test('a restricted search finds the best allowed row awaiting the graph, howev
   const tenantRows = (tenant: string, first: number, count: number) => rows(first, count).map((row) => ({ ...row, tenant }));
   for (let start = 0; start < rowCount; start += 1000) vectors.upsert(tenantRows('a', start, Math.min(1000, rowCount - start)));
   await vectors.graphCurrent();
-  const answers = holdInsertAnswers(graphs);
+  // The graph does not hold the rows below when it searches: it would find the copies itself.
+  const busy = busyGraphThread(graphs);
   // 200 copies of the query's row in another tenant, then one in tenant a: all score 1, and equal
   // scores rank by key, so among every awaiting row the 200 come first.
   vectors.upsert(Array.from({ length: 200 }, (_, n) => ({ key: rowCount + n, embedding: rowVector(42), metadata: {}, tenant: 'b' })));
@@ -284,6 +295,29 @@ t.test('a restricted search finds the best allowed row awaiting the graph, howev
   t.equal(hits[0]!.key, allowedKey, 'the awaiting row of the tenant is first');
   t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, 'a'), 'the exact answer within the tenant');
   t.ok(hits.every((hit) => vectors.tenantOf(hit.key) === 'a'), 'no other tenant\'s row');
-  answers.release();
+  await busy;
+  await vectors.graphCurrent();
+});
+
+t.test('a search while a few rows await the graph, most of them removed since: the best row held is found', async (t) => {
+  const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
+  const vectors = await filledCollection(graphs);
+  await vectors.graphCurrent();
+  // The graph does not take in the rows below before it searches: it would answer with the removed copies.
+  const busy = busyGraphThread(graphs);
+  // topK + 1 copies of the query's row, all but the last removed again: equal scores rank by key,
+  // so the removed ones would fill the top if they still counted.
+  const copies = Array.from({ length: query.topK + 1 }, (_, n) => ({ key: rowCount + n, embedding: rowVector(42), metadata: {}, tenant: null }));
+  vectors.upsert(copies);
+  const heldKey = rowCount + query.topK;
+  vectors.remove([...copies.slice(0, -1).map((row) => row.key), 42]);
+  const requests = recordGraphRequests(graphs);
+  const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
+  t.same(requests, ['search'], `the graph was asked (${vectors.rowsAwaitingGraph} rows awaiting it)`);
+  t.equal(hits[0]!.key, heldKey, 'the awaiting row still held is first');
+  t.notOk(hits.some((hit) => hit.key < heldKey && hit.key >= rowCount), 'no removed row');
+  t.same(hits, vectors.exactSearch(query.unitQuery, query.topK, undefined), 'the exact answer');
+  await busy;
   await vectors.graphCurrent();
 });

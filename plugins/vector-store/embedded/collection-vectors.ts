@@ -340,9 +340,9 @@ export class CollectionVectors {
   private bestAwaitingKeys(unitQuery: Float32Array, topK: number, allowed?: (key: number) => boolean): number[] {
     const best = new TopKHits(topK);
     for (const key of this.keysAwaitingGraph.keys()) {
-      if (allowed && !allowed(key)) continue;
+      // A row removed since its insert was sent still awaits the insert's answer.
       const location = this.locationOfKey.get(key);
-      if (location !== undefined) best.offer(key, location.block.similarityAt(unitQuery, location.slot));
+      if (location !== undefined && (!allowed || allowed(key))) best.offer(key, location.block.similarityAt(unitQuery, location.slot));
     }
     return best.bestFirst().map((hit) => hit.key);
   }
