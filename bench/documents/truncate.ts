@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { topics } from '../search/corpus.js';
-import { JsonClient, resetPostgresDatabase, startServiceAt, summarize, uploadCorpusBatch, waitForIngestion } from '../search/harness.js';
+import { JsonClient, LOAD_DOCUMENTS_PER_BATCH, loadCorpusDocuments, resetPostgresDatabase, startServiceAt, summarize, waitForIngestion } from '../search/harness.js';
 import { startLocalS3Process } from '../../test/storage/s3-server.js';
 import { bootstrapAdmin, machineDescription, writeResult } from '../support/service-process.js';
 
@@ -29,26 +29,8 @@ const databaseUrl = process.env.DATABASE_URL;
 const database = databaseUrl ? 'postgresql' : 'pglite';
 const fileStore = process.env.BENCH_FILE_STORE === 's3' ? 's3' : 'local';
 const out = process.env.BENCH_OUT ?? path.join(root, `bench/results/truncate-${database}${fileStore === 's3' ? '-s3' : ''}.json`);
-const DOCUMENTS_PER_BATCH = 50;
-const UPLOADS_IN_FLIGHT = 4;
 const SETTLE_SECONDS = Number(process.env.BENCH_SETTLE_S ?? 60);
 const log = (message: string) => process.stderr.write(`[truncate] ${message}\n`);
-
-async function load(baseUrl: string, key: string, client: JsonClient, collection: string, documents: number): Promise<{ seconds: number; chunks: number }> {
-  const started = performance.now();
-  const batches = Math.ceil(documents / DOCUMENTS_PER_BATCH);
-  let next = 0;
-  await Promise.all(Array.from({ length: UPLOADS_IN_FLIGHT }, async () => {
-    while (next < batches) {
-      const batch = next++;
-      const first = batch * DOCUMENTS_PER_BATCH;
-      await uploadCorpusBatch(baseUrl, key, collection, first, Math.min(DOCUMENTS_PER_BATCH, documents - first), { batch });
-    }
-  }));
-  const stats = await waitForIngestion(client, collection, 1000);
-  if (stats.documents_by_status.ready !== documents) throw new Error(`${collection}: ${JSON.stringify(stats.documents_by_status)} after loading ${documents}`);
-  return { seconds: (performance.now() - started) / 1000, chunks: stats.chunks };
-}
 
 /**
  * Hybrid queries of 21 topics' words: right after a load (the first, and the p50 of the other 20),
@@ -88,7 +70,7 @@ try {
   for (const documents of sizes) {
     const collection = `truncate-${documents}`;
     await client.request('POST', '/v1/collections', { name: collection });
-    const loaded = await load(service.baseUrl, key, client, collection, documents);
+    const loaded = await loadCorpusDocuments(service.baseUrl, key, client, collection, documents);
     log(`${documents} documents, ${loaded.chunks} chunks loaded in ${loaded.seconds.toFixed(0)} s`);
 
     const beforeTruncate = await hybridQueries(client, collection);
@@ -99,7 +81,7 @@ try {
     if (after.chunks !== 0) throw new Error(`${collection}: ${after.chunks} chunks after the truncate`);
     log(`truncate ${truncate.milliseconds.toFixed(0)} ms: ${JSON.stringify(truncate.body)}`);
 
-    const reloaded = await load(service.baseUrl, key, client, collection, documents);
+    const reloaded = await loadCorpusDocuments(service.baseUrl, key, client, collection, documents);
     const afterTruncate = await hybridQueries(client, collection);
     log(`reloaded in ${reloaded.seconds.toFixed(0)} s; after the truncate: ${JSON.stringify(afterTruncate)}`);
 
@@ -120,7 +102,7 @@ try {
     await writeResult(out, {
       benchmark: 'truncate', date: new Date().toISOString(), database, file_store: fileStore,
       originals_in_database_max_bytes: process.env.ORIGINALS_IN_DATABASE_MAX_BYTES ?? 'default', settle_seconds: SETTLE_SECONDS,
-      machine: machineDescription(), documents_per_batch: DOCUMENTS_PER_BATCH, runs,
+      machine: machineDescription(), documents_per_batch: LOAD_DOCUMENTS_PER_BATCH, runs,
     });
   }
   client.close();

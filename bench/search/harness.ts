@@ -156,6 +156,30 @@ export async function waitForIngestion(client: JsonClient, collection: string, p
   }
 }
 
+/** Corpus documents a batch when loading a collection, and batches in flight. */
+export const LOAD_DOCUMENTS_PER_BATCH = 50;
+const LOAD_UPLOADS_IN_FLIGHT = 4;
+
+/**
+ * Loads a collection with corpus documents 0 to `documents - 1` (LOAD_DOCUMENTS_PER_BATCH a batch,
+ * 4 batches in flight) and waits until each is ready; throws when one is not.
+ */
+export async function loadCorpusDocuments(baseUrl: string, key: string, client: JsonClient, collection: string, documents: number): Promise<{ seconds: number; chunks: number }> {
+  const started = performance.now();
+  const batches = Math.ceil(documents / LOAD_DOCUMENTS_PER_BATCH);
+  let next = 0;
+  await Promise.all(Array.from({ length: LOAD_UPLOADS_IN_FLIGHT }, async () => {
+    while (next < batches) {
+      const batch = next++;
+      const first = batch * LOAD_DOCUMENTS_PER_BATCH;
+      await uploadCorpusBatch(baseUrl, key, collection, first, Math.min(LOAD_DOCUMENTS_PER_BATCH, documents - first), { batch });
+    }
+  }));
+  const stats = await waitForIngestion(client, collection, 1000);
+  if (stats.documents_by_status.ready !== documents) throw new Error(`${collection}: ${JSON.stringify(stats.documents_by_status)} after loading ${documents}`);
+  return { seconds: (performance.now() - started) / 1000, chunks: stats.chunks };
+}
+
 export interface LatencySummary {
   count: number;
   p50: number;
