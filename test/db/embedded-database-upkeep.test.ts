@@ -87,12 +87,14 @@ async function truncateAndIngestAgain(t: Test, vacuumIntervalMs: number, rounds:
 t.test('deleted rows\' space is reused: truncating and ingesting the same files again does not grow the tables', async (t) => {
   const { sizes, lines } = await truncateAndIngestAgain(t, 300, 3);
   t.ok(sizes[2]! <= sizes[0]! * 1.15, `the tables after each ingestion: ${sizes.map((bytes) => `${Math.round(bytes / 1024)} KB`).join(', ')}`);
-  t.match(lines.find((line) => line.msg === 'vacuumed the embedded database'), { level: 20, component: 'database', tables: Number, took_ms: Number });
+  t.match(lines.find((line) => line.msg === 'vacuumed the embedded database'), { level: 20, component: 'database', tables: Number, took_ms: Number, slowest_table: /^\S+$/, slowest_table_ms: Number });
 });
 
 t.test('EMBEDDED_VACUUM_INTERVAL_S=0: no vacuum, and every ingestion again adds its size', async (t) => {
   const { sizes, lines } = await truncateAndIngestAgain(t, 0, 3);
-  t.ok(sizes[2]! >= sizes[0]! * 1.6, `the tables after each ingestion: ${sizes.map((bytes) => `${Math.round(bytes / 1024)} KB`).join(', ')}`);
+  // The vectors' table is truncated with the only collection that has vectors; the other tables
+  // keep their deleted rows' space (3.9, 4.8, 5.7 MB here, against at most 1.15 times the first with vacuum).
+  t.ok(sizes[2]! >= sizes[0]! * 1.35, `the tables after each ingestion: ${sizes.map((bytes) => `${Math.round(bytes / 1024)} KB`).join(', ')}`);
   t.notOk(lines.some((line) => line.msg === 'vacuumed the embedded database'));
 });
 
