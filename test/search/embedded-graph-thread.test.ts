@@ -158,12 +158,18 @@ t.test('a graph thread that is gone costs speed, not answers: searches scan exac
   t.same(hits.slice(0, 2).map((hit) => hit.key).sort((a, b) => a - b), [42, rowCount], 'the row written after the thread went is found too');
 });
 
-/** A full collection whose graph is complete, and then its thread dies. */
-async function collectionOfDeadThread(t: { teardown(fn: () => Promise<void>): void }) {
+/** A full collection whose graph holds every row, on a thread closed at the test's end. */
+async function collectionWithCurrentGraph(t: { teardown(fn: () => Promise<void>): void }) {
   const graphs = new GraphThread();
   t.teardown(() => graphs.close());
   const vectors = await filledCollection(graphs);
   await vectors.graphCurrent();
+  return { graphs, vectors };
+}
+
+/** A full collection whose graph is complete, and then its thread dies. */
+async function collectionOfDeadThread(t: { teardown(fn: () => Promise<void>): void }) {
+  const { graphs, vectors } = await collectionWithCurrentGraph(t);
   await killGraphThread(graphs);
   return { graphs, vectors };
 }
@@ -191,10 +197,7 @@ t.test('a graph is known lost as soon as its thread died: searches scan exactly 
 });
 
 t.test('a graph search that fails answers exactly, and the graph is not asked again', async (t) => {
-  const graphs = new GraphThread();
-  t.teardown(() => graphs.close());
-  const vectors = await filledCollection(graphs);
-  await vectors.graphCurrent();
+  const { graphs, vectors } = await collectionWithCurrentGraph(t);
   t.ok(vectors.graphUsable);
   const requests = recordGraphRequests(graphs, { failSearches: true });
   const hits = await searchCollectionVectors(vectors, query, defaultSearchThresholds);
@@ -245,10 +248,7 @@ function busyGraphThread(graphs: GraphThread): Promise<void> {
 }
 
 t.test('while many rows await the graph, an unfiltered search scans exactly; with few, it asks the graph', async (t) => {
-  const graphs = new GraphThread();
-  t.teardown(() => graphs.close());
-  const vectors = await filledCollection(graphs);
-  await vectors.graphCurrent();
+  const { graphs, vectors } = await collectionWithCurrentGraph(t);
   const answers = holdInsertAnswers(graphs);
   const shareRows = Math.ceil(vectors.size * defaultSearchThresholds.exactScanAwaitingShare);
   // Just under the share: the graph answers, beside the awaiting rows.
@@ -300,10 +300,7 @@ t.test('a restricted search finds the best allowed row awaiting the graph, howev
 });
 
 t.test('a search while a few rows await the graph, most of them removed since: the best row held is found', async (t) => {
-  const graphs = new GraphThread();
-  t.teardown(() => graphs.close());
-  const vectors = await filledCollection(graphs);
-  await vectors.graphCurrent();
+  const { graphs, vectors } = await collectionWithCurrentGraph(t);
   // The graph does not take in the rows below before it searches: it would answer with the removed copies.
   const busy = busyGraphThread(graphs);
   // topK + 1 copies of the query's row, all but the last removed again: equal scores rank by key,
