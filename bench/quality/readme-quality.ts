@@ -8,15 +8,18 @@
  * can differ by a question or two (uploads go 8 at a time, so the vector index is built in a
  * different order), so compare first stage and reranked within one run.
  *
- * Run: npm run build && npx tsx bench/quality/readme-quality.ts [node_modules folder]
+ * Run: npm run build && npx tsx bench/quality/readme-quality.ts [node_modules folder] [--dimension=N]
  * Writes bench/results/quality-readmes-rerank-<database>.json. DATABASE_URL measures PostgreSQL.
+ * With --dimension the collection's vectors have N dimensions (the file name ends in `-dimension-N`).
  */
 import { readFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { bootstrapAdmin, callService, machineDescription, startService } from '../support/service-process.js';
+import { dimensionArgument, dimensionSuffix } from './dimension-argument.js';
 import { answerRank, findReadmeFiles, PACKAGE_QUESTIONS } from './readme-questions.js';
 
-const nodeModules = process.argv[2] ?? path.resolve('node_modules');
+const nodeModules = process.argv.slice(2).find((argument) => !argument.startsWith('--')) ?? path.resolve('node_modules');
+const dimension = dimensionArgument(process.argv);
 const readmes = await findReadmeFiles(nodeModules);
 const service = await startService();
 const CONCURRENCY = 8;
@@ -27,7 +30,7 @@ const api = (pathname: string, init: RequestInit & { json?: unknown }, key: stri
 
 try {
   const { key } = await bootstrapAdmin(service.baseUrl);
-  await api('/v1/collections', { method: 'POST', json: { name: 'readmes' } }, key);
+  await api('/v1/collections', { method: 'POST', json: { name: 'readmes', ...(dimension ? { dimension } : {}) } }, key);
   const ingestStart = performance.now();
   let next = 0;
   await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
@@ -86,10 +89,11 @@ try {
     top_k: TOP_K,
     reranker: 'local',
     ingest_seconds: Math.round(ingestSeconds * 10) / 10,
+    ...(dimension ? { dimension } : {}),
     modes,
   };
   await mkdir('bench/results', { recursive: true });
-  await writeFile(`bench/results/quality-readmes-rerank-${summary.database}.json`, `${JSON.stringify(summary, null, 2)}\n`);
+  await writeFile(`bench/results/quality-readmes-rerank-${summary.database}${dimensionSuffix(dimension)}.json`, `${JSON.stringify(summary, null, 2)}\n`);
   const brief = Object.fromEntries(Object.entries(modes as Record<string, Record<string, { hit_at_1: number; mrr_at_10: number }>>)
     .map(([mode, runs]) => [mode, Object.fromEntries(Object.entries(runs).map(([run, figures]) => [run, { hit_at_1: figures.hit_at_1, mrr_at_10: figures.mrr_at_10 }]))]));
   process.stdout.write(`${JSON.stringify(brief, null, 2)}\n`);

@@ -3,8 +3,10 @@
  * ../shared/datasets) into a fresh service process, runs its test queries in every mode and
  * prints nDCG@10 and recall@100, plus a sweep of the hybrid fusion knobs.
  *
- * Run: npm run build && npx tsx bench/quality/service-quality.ts [dataset-folder] [--rerank]
+ * Run: npm run build && npx tsx bench/quality/service-quality.ts [dataset-folder] [--rerank] [--dimension=N]
  * Writes bench/results/quality-<dataset>-<database>.json. DATABASE_URL measures PostgreSQL.
+ * With --dimension the collection's vectors have N dimensions instead of the embedder's default
+ * (the `local` embedder hashes into any number), and the file name ends in `-dimension-N`.
  * With --rerank it measures the `local` reranker instead of the sweep: every mode with and without
  * `rerank: true`, at top_k 10 (the reranker reads 30 candidates) and top_k 100 (it reads 100, the
  * same set the first stage returns, so recall@100 cannot change there), and writes
@@ -17,9 +19,11 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { bootstrapAdmin, callService, machineDescription, startService } from '../support/service-process.js';
 import { readBeirDataset } from './beir-dataset.js';
+import { dimensionArgument, dimensionSuffix } from './dimension-argument.js';
 import { ndcgAtK, recallAtK } from './metrics.js';
 
 const rerankRun = process.argv.includes('--rerank');
+const dimension = dimensionArgument(process.argv);
 const folder = process.argv.slice(2).find((argument) => !argument.startsWith('--')) ?? path.resolve('../shared/datasets/cranfield');
 const dataset = await readBeirDataset(folder);
 const service = await startService();
@@ -36,7 +40,7 @@ async function inParallel<T>(items: T[], work: (item: T) => Promise<void>): Prom
 
 try {
   const { key } = await bootstrapAdmin(service.baseUrl);
-  await api('/v1/collections', { method: 'POST', json: { name: 'quality', chunk_size: 20000, chunk_overlap: 0 } }, key);
+  await api('/v1/collections', { method: 'POST', json: { name: 'quality', chunk_size: 20000, chunk_overlap: 0, ...(dimension ? { dimension } : {}) } }, key);
   const ingestStart = performance.now();
   // Cranfield has two empty documents (471, 995); the service refuses a file with no text, and no
   // ranking could place them anyway.
@@ -94,6 +98,7 @@ try {
     documents: dataset.documents.length,
     queries: dataset.evaluatedQueryIds.length,
     ingest_seconds: Math.round(ingestSeconds * 10) / 10,
+    ...(dimension ? { dimension } : {}),
   };
   await mkdir('bench/results', { recursive: true });
 
@@ -113,7 +118,7 @@ try {
       modes[mode] = byTopK;
     }
     const summary = { ...description, reranker: 'local', candidates: { top_k_10: 30, top_k_100: 100 }, modes };
-    await writeFile(`bench/results/quality-${summary.dataset}-rerank-${summary.database}.json`, `${JSON.stringify(summary, null, 2)}\n`);
+    await writeFile(`bench/results/quality-${summary.dataset}-rerank-${summary.database}${dimensionSuffix(dimension)}.json`, `${JSON.stringify(summary, null, 2)}\n`);
     process.stdout.write(`${JSON.stringify(modes, null, 2)}\n`);
   } else {
     const modes: Record<string, unknown> = {};
@@ -128,7 +133,7 @@ try {
     }
     sweep.sort((a, b) => b.ndcg_at_10 - a.ndcg_at_10);
     const summary = { ...description, reference_bm25_porter: { ndcg_at_10: 0.3632, recall_at_100: 0.7396 }, modes, hybrid_sweep_best_first: sweep };
-    await writeFile(`bench/results/quality-${summary.dataset}-${summary.database}.json`, `${JSON.stringify(summary, null, 2)}\n`);
+    await writeFile(`bench/results/quality-${summary.dataset}-${summary.database}${dimensionSuffix(dimension)}.json`, `${JSON.stringify(summary, null, 2)}\n`);
     process.stdout.write(`${JSON.stringify({ modes, best: sweep.slice(0, 5) }, null, 2)}\n`);
   }
 } finally {
