@@ -69,6 +69,8 @@ export interface Config {
   postgresUpkeepIntervalMs: number;
   /** How often the SQL keyword index packs changed terms' postings (keyword-posting-packer.ts); 0: never. */
   keywordPackIntervalMs: number;
+  /** Query events older than this many days are deleted (query-event-retention.ts); their daily totals are kept. 0: kept forever. */
+  queryEventsRetentionDays: number;
   /** On PostgreSQL, how many range indexes over chunk metadata a collection may get (metadata-range-indexes.ts); 0: none. */
   metadataRangeIndexesPerCollection: number;
   /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
@@ -241,6 +243,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedVacuumIntervalMs: integer(env, 'EMBEDDED_VACUUM_INTERVAL_S', 60) * 1000,
     postgresUpkeepIntervalMs: integer(env, 'POSTGRES_UPKEEP_INTERVAL_S', 60) * 1000,
     keywordPackIntervalMs: integer(env, 'KEYWORD_PACK_INTERVAL_S', 30) * 1000,
+    queryEventsRetentionDays: integer(env, 'QUERY_EVENTS_RETENTION_DAYS', 30, 0, 36_500),
     metadataRangeIndexesPerCollection: integer(env, 'METADATA_RANGE_INDEXES', 8),
     fileStore,
     s3: {

@@ -35,6 +35,7 @@ import { createMemoryKeywordIndex } from './search/keyword/memory-keyword-index.
 import { KeywordPostingPacker } from './search/keyword/keyword-posting-packer.js';
 import { createSqlKeywordIndex } from './search/keyword/sql-keyword-index.js';
 import { QueryCache } from './search/query-cache.js';
+import { QueryEventRetention } from './search/query-event-retention.js';
 import { QueryEventRecorder } from './search/query-events.js';
 import { PendingIndexRemovalSweep } from './search/pending-index-removals.js';
 import { checkRerankingSettings, RerankerModels } from './search/reranker-selection.js';
@@ -80,6 +81,8 @@ export interface AppServices {
    */
   writeLocks: WriteLocks;
   queryRuntime: QueryRuntime;
+  /** Deletes query events past QUERY_EVENTS_RETENTION_DAYS, at start and hourly. */
+  queryEventRetention: QueryEventRetention;
   /** Loads the in-process indexes at start (config `warmUpIndexes`). */
   indexWarmUp: IndexWarmUp;
   /** Collections by name, cached briefly (see collection-directory.ts). */
@@ -188,6 +191,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const indexWarmUp = new IndexWarmUp(sql, indexes, logger.child({ component: 'index-warm-up' }));
   const events = new QueryEventRecorder(sql, (error) => logger.error({ err: error }, 'could not record query events'));
   events.start();
+  const queryEventRetention = new QueryEventRetention(sql, logger.child({ component: 'analytics' }), config.queryEventsRetentionDays);
   const queryRuntime: QueryRuntime = {
     sql, indexes,
     embeddingModelFor: (collection) => embeddings.forCollection(collection),
@@ -230,7 +234,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   return {
     config, db, sql, secrets, settings, apiKeys, passwords, apiKeyUsage, plugins, parsers, files, indexes, indexRemovals, embeddings, embeddingCache, embeddingUsage, embeddingPresets,
     jobs, ingestion, writeLocks,
-    queryRuntime, indexWarmUp, collections, collectionDependencies, diskSpace,
+    queryRuntime, queryEventRetention, indexWarmUp, collections, collectionDependencies, diskSpace,
     async start() {
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
@@ -238,13 +242,14 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       upkeep.start();
       vectorIndexCacheWatch?.start();
       keywordPacker.start();
+      queryEventRetention.start();
       if (config.warmUpIndexes && (config.vectorStore === 'embedded' || config.keywordIndex === 'memory')) indexWarmUp.start();
     },
     stopWork: () => ingestion.stop(),
     async stop() {
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
-        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => queryEventRetention.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         async () => indexes.rangeIndexes?.close(), () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
         async () => inProcessIndexesLock?.close(),
       ]), 'shutdown steps of the services');

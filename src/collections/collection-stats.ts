@@ -48,25 +48,35 @@ const QUERY_TEXT = `btrim(regexp_replace(query, '\\s+', ' ', 'g'))`;
 const QUERY_AS_COUNTED = `lower(${QUERY_TEXT})`;
 const QUERY_AS_SHOWN = `mode() within group (order by ${QUERY_TEXT})`;
 
-export async function collectionAnalytics(sql: SqlRunner, collection: CollectionRecord, windowDays: number) {
-  const since = new Date(Date.now() - windowDays * 86_400_000).toISOString();
-  const params = [collection.id, since];
-  const [summary] = await sql<{ total: string | number; avg_latency: number | null; zero: string | number; cached: string | number }>(
-    `select count(*) as total, avg(latency_ms) as avg_latency, count(*) filter (where result_count = 0) as zero,
-       count(*) filter (where cached) as cached
-     from query_events where collection_id = ? and created_at >= ?::timestamptz`, params,
+const DAY_MS = 86_400_000;
+
+/**
+ * Queries of the last `windowDays` UTC days, today included, as the usage report counts them.
+ * Counts, latency and the per-day series come from the daily totals, which are kept; the top and
+ * zero-result query lists come from the query events, which are deleted after `retentionDays`
+ * (0: kept), so they cover `top_queries_days`, the shorter of the window and the retention.
+ */
+export async function collectionAnalytics(sql: SqlRunner, collection: CollectionRecord, windowDays: number, retentionDays: number) {
+  const now = Date.now();
+  const windowStart = Math.floor(now / DAY_MS) * DAY_MS - (windowDays - 1) * DAY_MS;
+  const firstDay = new Date(windowStart).toISOString().slice(0, 10);
+  const [summary] = await sql<{ total: string | number | null; latency: number | null; zero: string | number | null; cached: string | number | null }>(
+    `select sum(queries) as total, sum(latency_ms_sum) as latency, sum(zero_result_queries) as zero, sum(cached_queries) as cached
+     from query_daily_totals where collection_id = ? and day >= ?::date`, [collection.id, firstDay],
   );
-  const perDay = await sql<{ day: string | Date; queries: string | number; avg_latency: number }>(
-    `select date_trunc('day', created_at at time zone 'UTC') as day, count(*) as queries, avg(latency_ms) as avg_latency
-     from query_events where collection_id = ? and created_at >= ?::timestamptz group by 1 order by 1`, params,
+  const perDay = await sql<{ day: string; queries: string | number; latency: number }>(
+    `select to_char(day, 'YYYY-MM-DD') as day, queries, latency_ms_sum as latency
+     from query_daily_totals where collection_id = ? and day >= ?::date order by day`, [collection.id, firstDay],
   );
+  const listedSince = new Date(retentionDays > 0 ? Math.max(windowStart, now - retentionDays * DAY_MS) : windowStart).toISOString();
+  const listed = [collection.id, listedSince];
   const top = await sql<{ query: string; count: string | number; avg_results: number }>(
     `select ${QUERY_AS_SHOWN} as query, count(*) as count, avg(result_count) as avg_results from query_events
-     where collection_id = ? and created_at >= ?::timestamptz group by ${QUERY_AS_COUNTED} order by count(*) desc, 1 limit 20`, params,
+     where collection_id = ? and created_at >= ?::timestamptz group by ${QUERY_AS_COUNTED} order by count(*) desc, 1 limit 20`, listed,
   );
   const zero = await sql<{ query: string; count: string | number }>(
     `select ${QUERY_AS_SHOWN} as query, count(*) as count from query_events
-     where collection_id = ? and created_at >= ?::timestamptz and result_count = 0 group by ${QUERY_AS_COUNTED} order by count(*) desc, 1 limit 20`, params,
+     where collection_id = ? and created_at >= ?::timestamptz and result_count = 0 group by ${QUERY_AS_COUNTED} order by count(*) desc, 1 limit 20`, listed,
   );
   const total = Number(summary?.total ?? 0);
   const round = (value: number | null | undefined) => Math.round((value ?? 0) * 100) / 100;
@@ -74,13 +84,13 @@ export async function collectionAnalytics(sql: SqlRunner, collection: Collection
     collection: collection.name,
     window_days: windowDays,
     queries_total: total,
-    avg_latency_ms: round(summary?.avg_latency),
+    avg_latency_ms: total > 0 ? round(Number(summary?.latency ?? 0) / total) : 0,
     zero_result_queries_total: Number(summary?.zero ?? 0),
     cache_hit_ratio: total > 0 ? round(Number(summary?.cached ?? 0) / total) : 0,
     queries_per_day: perDay.map((row) => ({
-      date: new Date(`${String(row.day instanceof Date ? row.day.toISOString() : row.day).slice(0, 10)}T00:00:00Z`).toISOString(),
-      queries: Number(row.queries), avg_latency_ms: round(row.avg_latency),
+      date: `${row.day}T00:00:00.000Z`, queries: Number(row.queries), avg_latency_ms: round(Number(row.latency) / Number(row.queries)),
     })),
+    top_queries_days: retentionDays > 0 ? Math.min(windowDays, retentionDays) : windowDays,
     top_queries: top.map((row) => ({ query: row.query, count: Number(row.count), avg_results: round(row.avg_results) })),
     zero_result_queries: zero.map((row) => ({ query: row.query, count: Number(row.count) })),
   };

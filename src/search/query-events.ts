@@ -19,7 +19,10 @@ const MAX_PENDING_EVENTS = 10_000;
 
 /**
  * Records queries for analytics without a write on the query path: events are buffered and
- * inserted together once a second (and before analytics are read, and at shutdown).
+ * inserted together once a second (and before analytics are read, and at shutdown), and added to
+ * their collection's totals of the day in the same statement (migration 0021): the events
+ * themselves are deleted after `QUERY_EVENTS_RETENTION_DAYS` (query-event-retention.ts), the
+ * totals are kept.
  */
 export class QueryEventRecorder extends PeriodicWriter {
   private buffer: QueryEvent[] = [];
@@ -49,10 +52,20 @@ export class QueryEventRecorder extends PeriodicWriter {
              as r(collection_id uuid, query text, search_mode text, result_count int, latency_ms float8, cached boolean, created_at timestamptz)
          ), live_collections as (
            select id from collections where id in (select collection_id from input) for key share
+         ), recorded as (
+           insert into query_events (id, collection_id, query, search_mode, result_count, latency_ms, cached, created_at)
+           select gen_random_uuid(), r.collection_id, r.query, r.search_mode, r.result_count, r.latency_ms, r.cached, r.created_at
+           from input r where r.collection_id in (select id from live_collections)
+           returning collection_id, result_count, latency_ms, cached, created_at
          )
-         insert into query_events (id, collection_id, query, search_mode, result_count, latency_ms, cached, created_at)
-         select gen_random_uuid(), r.collection_id, r.query, r.search_mode, r.result_count, r.latency_ms, r.cached, r.created_at
-         from input r where r.collection_id in (select id from live_collections)`,
+         insert into query_daily_totals as totals (collection_id, day, queries, latency_ms_sum, zero_result_queries, cached_queries)
+         select collection_id, (created_at at time zone 'UTC')::date, count(*), sum(latency_ms),
+                count(*) filter (where result_count = 0), count(*) filter (where cached)
+           from recorded group by 1, 2
+         on conflict (collection_id, day) do update set
+           queries = totals.queries + excluded.queries, latency_ms_sum = totals.latency_ms_sum + excluded.latency_ms_sum,
+           zero_result_queries = totals.zero_result_queries + excluded.zero_result_queries,
+           cached_queries = totals.cached_queries + excluded.cached_queries`,
         [JSON.stringify(events.map((event) => ({
           collection_id: event.collectionId, query: event.query, search_mode: event.searchMode,
           result_count: event.resultCount, latency_ms: event.latencyMs, cached: event.cached, created_at: event.at.toISOString(),

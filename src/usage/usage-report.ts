@@ -26,7 +26,6 @@ const averageLatency = (stats: QueryStats | undefined) => (stats && stats.querie
  */
 export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, windowDays: number, onlyCollectionId?: string) {
   const since = new Date(dayStart(new Date()).getTime() - (windowDays - 1) * DAY_MS);
-  const sinceIso = since.toISOString();
   const collections = await sql<{ id: string; name: string; dimension: number }>(
     `select id, name, dimension from collections ${onlyCollectionId ? 'where id = ?' : ''} order by name`, onlyCollectionId ? [onlyCollectionId] : [],
   );
@@ -36,9 +35,10 @@ export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, 
   const chunks = await sql<{ collection_id: string; chunks: Count; bytes: Count }>(
     'select collection_id, count(*) as chunks, coalesce(sum(octet_length(text)), 0) as bytes from chunks group by collection_id',
   );
+  // The daily totals (migration 0021), kept after the events themselves are deleted.
   const queries = await sql<{ collection_id: string; day: string; queries: Count; latency: number | null }>(
-    `select collection_id, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day, count(*) as queries, sum(latency_ms) as latency
-     from query_events where created_at >= ?::timestamptz group by 1, 2`, [sinceIso],
+    `select collection_id, to_char(day, 'YYYY-MM-DD') as day, queries, latency_ms_sum as latency
+     from query_daily_totals where day >= ?::date`, [since.toISOString().slice(0, 10)],
   );
   const embedding = await ledger.since(since);
 

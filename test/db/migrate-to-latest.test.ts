@@ -3,6 +3,7 @@
  * up-to-date database it loads no migration code at all (migrate-to-latest.ts), so the check that
  * decides this must see a database one migration behind.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,9 +32,23 @@ for (const backend of testBackends()) {
     t.same(await pendingMigrations(fresh.orm), []);
 
     const latest = migrationNames.at(-1)!;
-    t.equal(latest, '0020-document-metadata-index', 'this test undoes the latest migration by hand; a new one needs its own undo here');
-    await connection.execute('drop index documents_metadata_index');
+    t.equal(latest, '0021-query-daily-totals', 'this test undoes the latest migration by hand; a new one needs its own undo here');
+    await connection.execute('drop table query_daily_totals');
+    await connection.execute('drop index query_events_created_index');
     await connection.execute('delete from schema_migrations where name = ?', [latest]);
+    // Events recorded before the migration: its totals start from them.
+    const collectionId = randomUUID();
+    await connection.execute(
+      `insert into collections (id, name, embedding_provider, embedding_model, dimension, chunk_size, chunk_overlap,
+         chunk_strategy, default_top_k, default_min_score, default_search_mode, created_at, updated_at)
+       values (?, 'asked', 'local', 'local-hash-384', 384, 800, 100, 'recursive', 10, 0, 'hybrid', now(), now())`, [collectionId],
+    );
+    for (const [at, resultCount, cached] of [['2026-11-02T23:59:00Z', 3, false], ['2026-11-03T00:01:00Z', 0, true], ['2026-11-03T10:00:00Z', 0, false]] as const) {
+      await connection.execute(
+        `insert into query_events (id, collection_id, query, search_mode, result_count, latency_ms, cached, created_at)
+         values (?, ?, 'lighthouse', 'hybrid', ?, 2.5, ?, ?)`, [randomUUID(), collectionId, resultCount, cached, at],
+      );
+    }
     t.same(await pendingMigrations(fresh.orm), [latest], 'the check sees the missing migration');
     await fresh.close();
 
@@ -48,6 +63,14 @@ for (const backend of testBackends()) {
     t.match(await optionsOf('documents_metadata_index'), /gin_pending_list_limit=64/, 'the start ran the missing migration: the documents index, with a short pending list');
     t.match(await optionsOf('chunks_metadata_index'), /gin_pending_list_limit=64/, 'the chunks index keeps a short pending list');
     t.match(await optionsOf('pgvector_embeddings_metadata_index'), /fastupdate=off/, 'the index over vector rows, never vacuumed by the service, keeps no pending entries');
+    const totals = await reopened.orm.em.getConnection().execute<Array<Record<string, unknown>>>(
+      `select to_char(day, 'YYYY-MM-DD') as day, queries::int, latency_ms_sum, zero_result_queries::int, cached_queries::int
+         from query_daily_totals where collection_id = ? order by day`, [collectionId],
+    );
+    t.same(totals, [
+      { day: '2026-11-02', queries: 1, latency_ms_sum: 2.5, zero_result_queries: 0, cached_queries: 0 },
+      { day: '2026-11-03', queries: 2, latency_ms_sum: 5, zero_result_queries: 2, cached_queries: 1 },
+    ], 'the daily totals start from the events recorded before, by UTC day');
     const names = await reopened.orm.em.getConnection().execute<Array<{ name: string }>>('select name from schema_migrations');
     t.equal(names.length, migrationNames.length, 'and recorded it once, nothing run twice');
   });

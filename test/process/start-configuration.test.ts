@@ -35,6 +35,8 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
     [{ MIN_FREE_DISK_MB: '1GB' }, /^MIN_FREE_DISK_MB must be an integer/],
     [{ EMBEDDED_CHECKPOINT_WAL_MB: '-1' }, /^EMBEDDED_CHECKPOINT_WAL_MB must be an integer/],
     [{ EMBEDDED_VACUUM_INTERVAL_S: '1m' }, /^EMBEDDED_VACUUM_INTERVAL_S must be an integer/],
+    [{ QUERY_EVENTS_RETENTION_DAYS: '-1' }, /^QUERY_EVENTS_RETENTION_DAYS must be an integer from 0 to 36500, got "-1"$/],
+    [{ QUERY_EVENTS_RETENTION_DAYS: '30d' }, /^QUERY_EVENTS_RETENTION_DAYS must be an integer/],
     [{ CORS_ORIGINS: 'localhost:5173' }, /^CORS_ORIGINS must be "\*" or origins separated by commas, each scheme:\/\/host\[:port\] such as https:\/\/app.example.com, got "localhost:5173"$/],
     [{ CORS_ORIGINS: 'https://app.example.com/chat' }, /^CORS_ORIGINS must be .+, got "https:\/\/app.example.com\/chat"$/],
     [{ CORS_ORIGINS: 'http://localhost:5173, *' }, /^CORS_ORIGINS must be .+, got "\*"$/],
@@ -59,6 +61,8 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
   t.match(loadConfig({ POSTGRES_UPKEEP_INTERVAL_S: '0' }), { postgresUpkeepIntervalMs: 0 });
   t.match(loadConfig({}), { keywordPackIntervalMs: 30_000 }, 'the SQL keyword index packs changed terms every 30 s');
   t.match(loadConfig({ KEYWORD_PACK_INTERVAL_S: '0' }), { keywordPackIntervalMs: 0 });
+  t.match(loadConfig({}), { queryEventsRetentionDays: 30 }, 'query events are kept 30 days, the analytics\' default window');
+  t.match(loadConfig({ QUERY_EVENTS_RETENTION_DAYS: '0' }), { queryEventsRetentionDays: 0 });
   t.same(loadConfig({}).corsOrigins, [], 'no origin may call from a browser unless listed');
   t.same(loadConfig({ CORS_ORIGINS: ' HTTPS://App.Example.com:443/ , http://localhost:5173' }).corsOrigins, ['https://app.example.com', 'http://localhost:5173'], 'as a browser writes them in Origin');
   t.equal(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*');

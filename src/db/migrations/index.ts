@@ -28,6 +28,7 @@ export const migrationNames: readonly string[] = [
   '0018-metadata-containment-indexes',
   '0019-short-metadata-pending-list',
   '0020-document-metadata-index',
+  '0021-query-daily-totals',
 ];
 
 export async function loadMigrations(): Promise<MigrationObject[]> {

@@ -1,0 +1,93 @@
+/**
+ * Query events are kept QUERY_EVENTS_RETENTION_DAYS (query-event-retention.ts); their counts stay
+ * in the daily totals, so analytics and the usage report still count the older queries, and only
+ * the top and zero-result query lists are limited to the retention. Analytics windows are UTC days,
+ * today included.
+ */
+import t from 'tap';
+import { adminTestApp, createTestCollection, testBackends, type TestApp } from '../support/test-app.js';
+
+const DAY_MS = 86_400_000;
+
+/** The UTC midnight `days` before today's, plus `offsetMs`. */
+function dayBefore(days: number, offsetMs = 0): Date {
+  return new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS - days * DAY_MS + offsetMs);
+}
+
+/** Records a query as the query path does, at `at`, and writes it. */
+async function recordQuery(services: TestApp['services'], collectionId: string, query: string, at: Date, resultCount = 1): Promise<void> {
+  services.queryRuntime.events.record({ collectionId, query, searchMode: 'hybrid', resultCount, latencyMs: 4, cached: false, at });
+  await services.queryRuntime.events.flushBeforeRead();
+}
+
+async function storedEvents(services: TestApp['services'], collectionId: string): Promise<string[]> {
+  const rows = await services.sql<{ query: string }>('select query from query_events where collection_id = ? order by created_at', [collectionId]);
+  return rows.map((row) => row.query);
+}
+
+for (const backend of testBackends()) {
+  t.test(`${backend}: events past the retention are deleted, their counts kept`, async (t) => {
+    const { app, services, admin } = await adminTestApp(t, backend, { queryEventsRetentionDays: 3 });
+    const { id } = await createTestCollection(app, admin, { name: 'harbour' });
+    await recordQuery(services, id, 'tide tables', dayBefore(10, 12 * 3_600_000));
+    await recordQuery(services, id, 'tide tables', dayBefore(5, 3_600_000), 0);
+    await recordQuery(services, id, 'berth fees', dayBefore(5, 3_600_000));
+    // Through the API: an empty collection, so a zero-result query.
+    const response = await app.inject({ method: 'POST', url: '/v1/collections/harbour/query', headers: admin, payload: { query: 'pilot boarding', skip_cache: true } });
+    t.equal(response.statusCode, 200, response.body);
+    await services.queryRuntime.events.flushBeforeRead();
+
+    t.equal(await services.queryEventRetention.deleteExpired(), 3, 'the three events older than three days are deleted');
+    t.same(await storedEvents(services, id), ['pilot boarding'], 'today\'s event is kept');
+    t.equal(await services.queryEventRetention.deleteExpired(), 0, 'a second round finds nothing');
+
+    const analytics = (await app.inject({ url: '/v1/collections/harbour/analytics?window_days=30', headers: admin })).json();
+    t.match(analytics, { window_days: 30, queries_total: 4, zero_result_queries_total: 2, top_queries_days: 3 }, 'the totals still count the deleted events');
+    t.same(analytics.queries_per_day.map((day: { date: string; queries: number }) => [day.date, day.queries]), [
+      [dayBefore(10).toISOString(), 1], [dayBefore(5).toISOString(), 2], [dayBefore(0).toISOString(), 1],
+    ], 'each UTC day keeps its count');
+    const todayLatency = analytics.queries_per_day[2].avg_latency_ms as number;
+    t.ok(Math.abs(analytics.avg_latency_ms - (4 * 3 + todayLatency) / 4) < 0.01, 'the average latency weighs every query of the window, deleted events included');
+    t.same(analytics.top_queries.map((row: { query: string }) => row.query), ['pilot boarding'], 'the query lists cover the retention only');
+    t.same(analytics.zero_result_queries.map((row: { query: string }) => row.query), ['pilot boarding']);
+
+    const usage = (await app.inject({ url: '/v1/usage?window_days=7', headers: admin })).json();
+    t.equal(usage.queries_total, 3, 'the usage report counts the queries of its window from the totals (the 10-day-old one is outside)');
+    t.equal(usage.timeline.find((day: { date: string }) => day.date === dayBefore(5).toISOString()).queries, 2);
+
+    const short = (await app.inject({ url: '/v1/collections/harbour/analytics?window_days=2', headers: admin })).json();
+    t.match(short, { queries_total: 1, top_queries_days: 2 }, 'a window shorter than the retention bounds the lists');
+  });
+
+  t.test(`${backend}: analytics windows are UTC days, today included; a retention of 0 keeps every event`, async (t) => {
+    const { app, services, admin } = await adminTestApp(t, backend, { queryEventsRetentionDays: 0 });
+    const { id } = await createTestCollection(app, admin, { name: 'archive' });
+    await recordQuery(services, id, 'first light', dayBefore(6, 60_000));
+    await recordQuery(services, id, 'last light', dayBefore(7, DAY_MS - 60_000), 0);
+    t.equal(await services.queryEventRetention.deleteExpired(), 0);
+    t.same(await storedEvents(services, id), ['last light', 'first light']);
+
+    const week = (await app.inject({ url: '/v1/collections/archive/analytics?window_days=7', headers: admin })).json();
+    t.match(week, { queries_total: 1, top_queries_days: 7 }, 'a 7-day window is today and the six UTC days before: six days back is in, seven is not');
+    t.same(week.top_queries.map((row: { query: string }) => row.query), ['first light']);
+    const eight = (await app.inject({ url: '/v1/collections/archive/analytics?window_days=8', headers: admin })).json();
+    t.match(eight, { queries_total: 2, zero_result_queries_total: 1, top_queries_days: 8 });
+    t.same(eight.zero_result_queries.map((row: { query: string }) => row.query), ['last light']);
+  });
+
+  t.test(`${backend}: expired events go in batches, and at start`, async (t) => {
+    const { app, services, admin } = await adminTestApp(t, backend, { queryEventsRetentionDays: 1 }, { startWorkers: false });
+    const { id } = await createTestCollection(app, admin, { name: 'busy' });
+    await services.sql(
+      `insert into query_events (id, collection_id, query, search_mode, result_count, latency_ms, cached, created_at)
+       select gen_random_uuid(), ?, 'q' || n, 'keyword', 1, 1, false, now() - interval '2 days' - n * interval '1 second'
+         from generate_series(1, 12000) as n`, [id],
+    );
+    await recordQuery(services, id, 'kept', new Date());
+    await services.start();
+    for (let waited = 0; (await storedEvents(services, id)).length > 1 && waited < 30_000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    t.same(await storedEvents(services, id), ['kept'], 'the start\'s round deleted 12,000 expired events, more than one batch');
+  });
+}
