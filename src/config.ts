@@ -71,6 +71,8 @@ export interface Config {
   keywordPackIntervalMs: number;
   /** Query events older than this many days are deleted (query-event-retention.ts); their daily totals are kept. 0: kept forever. */
   queryEventsRetentionDays: number;
+  /** The embedding cache's oldest vectors are deleted beyond this many bytes (embedding-cache-bound.ts); 0: unbounded. */
+  embeddingCacheMaxBytes: number;
   /** On PostgreSQL, how many range indexes over chunk metadata a collection may get (metadata-range-indexes.ts); 0: none. */
   metadataRangeIndexesPerCollection: number;
   /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
@@ -244,6 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     postgresUpkeepIntervalMs: integer(env, 'POSTGRES_UPKEEP_INTERVAL_S', 60) * 1000,
     keywordPackIntervalMs: integer(env, 'KEYWORD_PACK_INTERVAL_S', 30) * 1000,
     queryEventsRetentionDays: integer(env, 'QUERY_EVENTS_RETENTION_DAYS', 30, 0, 36_500),
+    embeddingCacheMaxBytes: integer(env, 'EMBEDDING_CACHE_MAX_MB', 1024) * 1024 * 1024,
     metadataRangeIndexesPerCollection: integer(env, 'METADATA_RANGE_INDEXES', 8),
     fileStore,
     s3: {

@@ -21,6 +21,7 @@ import { Collection, type CollectionRecord } from './db/entities/index.js';
 import { createSqlRunner } from './db/sql-runner.js';
 import { resolveCollectionEmbedding } from './embedding/collection-embedding.js';
 import { EmbeddingCache } from './embedding/embedding-cache.js';
+import { EmbeddingCacheBound } from './embedding/embedding-cache-bound.js';
 import { EmbeddingPresetService } from './embedding/embedding-presets.service.js';
 import { EmbeddingUsageLedger } from './embedding/embedding-usage.js';
 import { EmbeddingModels } from './ingestion/embedding-models.js';
@@ -71,6 +72,8 @@ export interface AppServices {
   indexRemovals: PendingIndexRemovalSweep;
   embeddings: EmbeddingModels;
   embeddingCache: EmbeddingCache;
+  /** Deletes the cache's oldest vectors beyond EMBEDDING_CACHE_MAX_MB, at start and every ten minutes. */
+  embeddingCacheBound: EmbeddingCacheBound;
   embeddingUsage: EmbeddingUsageLedger;
   embeddingPresets: EmbeddingPresetService;
   jobs: JobQueue;
@@ -146,6 +149,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   };
   const providerLogger = logger.child({ component: 'providers' });
   const embeddingCache = new EmbeddingCache(sql);
+  const embeddingCacheBound = new EmbeddingCacheBound(embeddingCache, logger.child({ component: 'embedding-cache' }), config.embeddingCacheMaxBytes);
   const embeddingUsage = new EmbeddingUsageLedger(sql, (error) => providerLogger.error({ err: error }, 'could not record embedding usage'));
   embeddingUsage.start();
   const embeddings = new EmbeddingModels(plugins, secrets, {
@@ -232,7 +236,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     : new KeyedSerializer();
 
   return {
-    config, db, sql, secrets, settings, apiKeys, passwords, apiKeyUsage, plugins, parsers, files, indexes, indexRemovals, embeddings, embeddingCache, embeddingUsage, embeddingPresets,
+    config, db, sql, secrets, settings, apiKeys, passwords, apiKeyUsage, plugins, parsers, files, indexes, indexRemovals, embeddings, embeddingCache, embeddingCacheBound, embeddingUsage, embeddingPresets,
     jobs, ingestion, writeLocks,
     queryRuntime, queryEventRetention, indexWarmUp, collections, collectionDependencies, diskSpace,
     async start() {
@@ -243,13 +247,14 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       vectorIndexCacheWatch?.start();
       keywordPacker.start();
       queryEventRetention.start();
+      embeddingCacheBound.start();
       if (config.warmUpIndexes && (config.vectorStore === 'embedded' || config.keywordIndex === 'memory')) indexWarmUp.start();
     },
     stopWork: () => ingestion.stop(),
     async stop() {
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
-        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => queryEventRetention.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => queryEventRetention.stop(), () => embeddingCacheBound.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         async () => indexes.rangeIndexes?.close(), () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
         async () => inProcessIndexesLock?.close(),
       ]), 'shutdown steps of the services');

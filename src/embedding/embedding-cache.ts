@@ -64,6 +64,42 @@ export class EmbeddingCache {
     }
   }
 
+  /** Bytes of the cached vectors as stored, base64 text before compression. */
+  async bytes(): Promise<number> {
+    const [row] = await this.sql<{ bytes: string | number | null }>('select sum(octet_length(embedding)) as bytes from embedding_cache');
+    return Number(row?.bytes ?? 0);
+  }
+
+  /**
+   * Deletes the oldest vectors, as few as bring the cache to `maxBytes` or under; returns how many.
+   * Read a thousand at a time, oldest first (vectors stored by one statement share a time and go
+   * by text hash), so a small excess deletes a few vectors, not a statement's worth.
+   */
+  async evictOldest(maxBytes: number): Promise<number> {
+    let excess = await this.bytes() - maxBytes;
+    let evicted = 0;
+    while (excess > 0) {
+      const oldest = await this.sql<{ model_key: string; text_hash: string; bytes: string | number }>(
+        `select model_key, text_hash, octet_length(embedding) as bytes from embedding_cache
+         order by created_at, model_key, text_hash limit ${ROWS_PER_STATEMENT}`,
+      );
+      if (oldest.length === 0) break;
+      const doomed: typeof oldest = [];
+      for (const row of oldest) {
+        if (excess <= 0) break;
+        doomed.push(row);
+        excess -= Number(row.bytes);
+      }
+      await this.sql(
+        `delete from embedding_cache c using jsonb_to_recordset(?::jsonb) as r(k text, h text)
+         where c.model_key = r.k and c.text_hash = r.h`,
+        [JSON.stringify(doomed.map((row) => ({ k: row.model_key, h: row.text_hash })))],
+      );
+      evicted += doomed.length;
+    }
+    return evicted;
+  }
+
   /** Empties the cache; returns how many vectors it held. */
   async purge(): Promise<number> {
     const [row] = await this.sql<{ purged: string | number }>('with gone as (delete from embedding_cache returning 1) select count(*) as purged from gone');

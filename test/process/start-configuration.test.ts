@@ -37,6 +37,7 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
     [{ EMBEDDED_VACUUM_INTERVAL_S: '1m' }, /^EMBEDDED_VACUUM_INTERVAL_S must be an integer/],
     [{ QUERY_EVENTS_RETENTION_DAYS: '-1' }, /^QUERY_EVENTS_RETENTION_DAYS must be an integer from 0 to 36500, got "-1"$/],
     [{ QUERY_EVENTS_RETENTION_DAYS: '30d' }, /^QUERY_EVENTS_RETENTION_DAYS must be an integer/],
+    [{ EMBEDDING_CACHE_MAX_MB: '1GB' }, /^EMBEDDING_CACHE_MAX_MB must be an integer >= 0, got "1GB"$/],
     [{ CORS_ORIGINS: 'localhost:5173' }, /^CORS_ORIGINS must be "\*" or origins separated by commas, each scheme:\/\/host\[:port\] such as https:\/\/app.example.com, got "localhost:5173"$/],
     [{ CORS_ORIGINS: 'https://app.example.com/chat' }, /^CORS_ORIGINS must be .+, got "https:\/\/app.example.com\/chat"$/],
     [{ CORS_ORIGINS: 'http://localhost:5173, *' }, /^CORS_ORIGINS must be .+, got "\*"$/],
@@ -63,6 +64,8 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
   t.match(loadConfig({ KEYWORD_PACK_INTERVAL_S: '0' }), { keywordPackIntervalMs: 0 });
   t.match(loadConfig({}), { queryEventsRetentionDays: 30 }, 'query events are kept 30 days, the analytics\' default window');
   t.match(loadConfig({ QUERY_EVENTS_RETENTION_DAYS: '0' }), { queryEventsRetentionDays: 0 });
+  t.match(loadConfig({}), { embeddingCacheMaxBytes: 1024 * 1024 * 1024 }, 'the embedding cache keeps at most a gigabyte of vectors');
+  t.match(loadConfig({ EMBEDDING_CACHE_MAX_MB: '0' }), { embeddingCacheMaxBytes: 0 });
   t.same(loadConfig({}).corsOrigins, [], 'no origin may call from a browser unless listed');
   t.same(loadConfig({ CORS_ORIGINS: ' HTTPS://App.Example.com:443/ , http://localhost:5173' }).corsOrigins, ['https://app.example.com', 'http://localhost:5173'], 'as a browser writes them in Origin');
   t.equal(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*');

@@ -29,6 +29,7 @@ export const migrationNames: readonly string[] = [
   '0019-short-metadata-pending-list',
   '0020-document-metadata-index',
   '0021-query-daily-totals',
+  '0022-embedding-cache-age-index',
 ];
 
 export async function loadMigrations(): Promise<MigrationObject[]> {
