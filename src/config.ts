@@ -73,6 +73,8 @@ export interface Config {
   queryEventsRetentionDays: number;
   /** The embedding cache's oldest vectors are deleted beyond this many bytes (embedding-cache-bound.ts); 0: unbounded. */
   embeddingCacheMaxBytes: number;
+  /** Open upload sessions given no file for this long are cancelled and their files removed (upload-session-expiry.ts); 0: never. */
+  uploadSessionExpiryMs: number;
   /** On PostgreSQL, how many range indexes over chunk metadata a collection may get (metadata-range-indexes.ts); 0: none. */
   metadataRangeIndexesPerCollection: number;
   /** Where original files and element images are kept: `local` (DATA_DIR/files) or an S3-compatible bucket. */
@@ -247,6 +249,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keywordPackIntervalMs: integer(env, 'KEYWORD_PACK_INTERVAL_S', 30) * 1000,
     queryEventsRetentionDays: integer(env, 'QUERY_EVENTS_RETENTION_DAYS', 30, 0, 36_500),
     embeddingCacheMaxBytes: integer(env, 'EMBEDDING_CACHE_MAX_MB', 1024) * 1024 * 1024,
+    uploadSessionExpiryMs: integer(env, 'UPLOAD_SESSION_EXPIRY_HOURS', 24) * 3_600_000,
     metadataRangeIndexesPerCollection: integer(env, 'METADATA_RANGE_INDEXES', 8),
     fileStore,
     s3: {

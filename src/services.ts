@@ -50,6 +50,7 @@ import { createFileStore } from './storage/create-file-store.js';
 import { PostgresMetadataRangeIndexes } from './search/metadata-range-indexes.js';
 import type { FileStore } from './storage/file-store.js';
 import { DiskSpaceGuard, type FreeSpaceReader } from './storage/disk-space.js';
+import { UploadSessionExpiry } from './uploads/upload-session-expiry.js';
 
 /**
  * The long-lived parts every route and worker shares. Built once per process by `createServices`
@@ -86,6 +87,8 @@ export interface AppServices {
   queryRuntime: QueryRuntime;
   /** Deletes query events past QUERY_EVENTS_RETENTION_DAYS, at start and hourly. */
   queryEventRetention: QueryEventRetention;
+  /** Cancels open upload sessions idle past UPLOAD_SESSION_EXPIRY_HOURS, at start and every ten minutes. */
+  uploadSessionExpiry: UploadSessionExpiry;
   /** Loads the in-process indexes at start (config `warmUpIndexes`). */
   indexWarmUp: IndexWarmUp;
   /** Collections by name, cached briefly (see collection-directory.ts). */
@@ -196,6 +199,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const events = new QueryEventRecorder(sql, (error) => logger.error({ err: error }, 'could not record query events'));
   events.start();
   const queryEventRetention = new QueryEventRetention(sql, logger.child({ component: 'analytics' }), config.queryEventsRetentionDays);
+  const uploadSessionExpiry = new UploadSessionExpiry(sql, files, logger.child({ component: 'upload-sessions' }), config.uploadSessionExpiryMs);
   const queryRuntime: QueryRuntime = {
     sql, indexes,
     embeddingModelFor: (collection) => embeddings.forCollection(collection),
@@ -238,7 +242,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   return {
     config, db, sql, secrets, settings, apiKeys, passwords, apiKeyUsage, plugins, parsers, files, indexes, indexRemovals, embeddings, embeddingCache, embeddingCacheBound, embeddingUsage, embeddingPresets,
     jobs, ingestion, writeLocks,
-    queryRuntime, queryEventRetention, indexWarmUp, collections, collectionDependencies, diskSpace,
+    queryRuntime, queryEventRetention, uploadSessionExpiry, indexWarmUp, collections, collectionDependencies, diskSpace,
     async start() {
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
@@ -248,13 +252,14 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       keywordPacker.start();
       queryEventRetention.start();
       embeddingCacheBound.start();
+      uploadSessionExpiry.start();
       if (config.warmUpIndexes && (config.vectorStore === 'embedded' || config.keywordIndex === 'memory')) indexWarmUp.start();
     },
     stopWork: () => ingestion.stop(),
     async stop() {
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
-        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => queryEventRetention.stop(), () => embeddingCacheBound.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => queryEventRetention.stop(), () => embeddingCacheBound.stop(), () => uploadSessionExpiry.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         async () => indexes.rangeIndexes?.close(), () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
         async () => inProcessIndexesLock?.close(),
       ]), 'shutdown steps of the services');

@@ -23,6 +23,7 @@ const SessionCreateBody = Type.Object({
 
 export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
   const { sql, files } = services;
+  const expiryMs = services.config.uploadSessionExpiryMs;
   const tags = ['upload sessions'];
 
   app.post('/v1/collections/:name/uploads', {
@@ -36,7 +37,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const metadata = request.body.metadata ?? {};
     const session = await createSession(sql, collection, { metadata, onDuplicate: parseOnDuplicate(request.body.on_duplicate) });
-    return reply.code(201).send(await sessionView(sql, collection, session));
+    return reply.code(201).send(await sessionView(sql, collection, session, expiryMs));
   });
 
   app.put('/v1/collections/:name/uploads/:id/files', {
@@ -68,7 +69,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
       await removeReceived(files, outcomes);
       throw error;
     }
-    return sessionView(sql, collection, added.session, { ids: added.added });
+    return sessionView(sql, collection, added.session, expiryMs, { ids: added.added });
   });
 
   app.post('/v1/collections/:name/uploads/:id/complete', {
@@ -78,7 +79,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     const session = await findSession(sql, collection, request.params.id);
     const { session: completing, documents } = await completeSession(intakeRuntime(services), collection, session);
-    return reply.code(202).send({ ...(await sessionView(sql, collection, completing)), documents });
+    return reply.code(202).send({ ...(await sessionView(sql, collection, completing, expiryMs)), documents });
   });
 
   app.get('/v1/collections/:name/uploads/:id', {
@@ -89,7 +90,7 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
     },
   }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
-    return sessionView(sql, collection, await findSession(sql, collection, request.params.id), request.query);
+    return sessionView(sql, collection, await findSession(sql, collection, request.params.id), expiryMs, request.query);
   });
 
   app.delete('/v1/collections/:name/uploads/:id', {

@@ -29,6 +29,8 @@ export interface SessionRow {
   created_at: string | Date;
   updated_at: string | Date;
   completed_at: string | Date | null;
+  /** Cancelled for being left idle past `UPLOAD_SESSION_EXPIRY_HOURS` (upload-session-expiry.ts). */
+  expired: boolean;
 }
 
 interface SessionFileRow {
@@ -61,8 +63,9 @@ export async function findSession(sql: SqlRunner, collection: CollectionRecord, 
   return row;
 }
 
-function wrongState(session: { id: string; status: SessionStatus }, action: string): ConflictError {
-  return new ConflictError(`Upload session ${session.id} is ${session.status}: only an open session can ${action}`);
+function wrongState(session: { id: string; status: SessionStatus; expired?: boolean }, action: string): ConflictError {
+  const why = session.expired ? ' (it expired: no file was added to it for longer than UPLOAD_SESSION_EXPIRY_HOURS, and its files were removed)' : '';
+  return new ConflictError(`Upload session ${session.id} is ${session.status}${why}: only an open session can ${action}`);
 }
 
 export function assertOpen(session: SessionRow, action: string): void {
@@ -160,7 +163,33 @@ export async function completeSession(runtime: IntakeRuntime, collection: Collec
 export async function cancelSession(sql: SqlRunner, files: Pick<FileStore, 'removeMany'>, session: SessionRow): Promise<void> {
   const [cancelled] = await sql<SessionRow>(`update upload_sessions set status = 'cancelled', updated_at = now() where id = ? and status = 'open' returning *`, [session.id]);
   if (!cancelled) throw await noLongerOpen(sql, session, 'be cancelled');
-  const stored = await sql<{ storage_key: string }>('delete from upload_session_files where session_id = ? returning storage_key', [session.id]);
+  await removeSessionFiles(sql, files, session.id);
+}
+
+/**
+ * Cancels, as expired, the open sessions no file was added to since `idleSince` (nor opened
+ * after it), and removes their files; returns how many. The condition is checked again by each
+ * update, so a session that took a file meanwhile stays open.
+ */
+export async function expireIdleSessions(sql: SqlRunner, files: Pick<FileStore, 'removeMany'>, idleSince: Date): Promise<number> {
+  const idle = await sql<{ id: string }>(
+    `select id from upload_sessions where status = 'open' and updated_at < ?::timestamptz order by updated_at limit 1000`, [idleSince.toISOString()],
+  );
+  let expired = 0;
+  for (const { id } of idle) {
+    const [cancelled] = await sql<{ id: string }>(
+      `update upload_sessions set status = 'cancelled', expired = true, updated_at = now()
+       where id = ? and status = 'open' and updated_at < ?::timestamptz returning id`, [id, idleSince.toISOString()],
+    );
+    if (!cancelled) continue;
+    await removeSessionFiles(sql, files, id);
+    expired += 1;
+  }
+  return expired;
+}
+
+async function removeSessionFiles(sql: SqlRunner, files: Pick<FileStore, 'removeMany'>, sessionId: string): Promise<void> {
+  const stored = await sql<{ storage_key: string }>('delete from upload_session_files where session_id = ? returning storage_key', [sessionId]);
   await files.removeMany(stored.map((file) => file.storage_key), []);
 }
 
@@ -185,7 +214,9 @@ export type SessionFilesShown = { limit: number; offset: number } | { ids: strin
  * The session as the API shows it. A `completing` session whose batch has finished (every
  * document ready or failed) is `completed` from then on.
  */
-export async function sessionView(sql: SqlRunner, collection: CollectionRecord, session: SessionRow, shown: SessionFilesShown = { limit: DEFAULT_PAGE_LIMIT, offset: 0 }) {
+export async function sessionView(
+  sql: SqlRunner, collection: CollectionRecord, session: SessionRow, expiryMs: number, shown: SessionFilesShown = { limit: DEFAULT_PAGE_LIMIT, offset: 0 },
+) {
   let current = session;
   if (current.status === 'completing' && current.batch_id) {
     if (await batchDone(sql, collection, current.batch_id)) {
@@ -217,5 +248,7 @@ export async function sessionView(sql: SqlRunner, collection: CollectionRecord, 
     created_at: iso(current.created_at),
     updated_at: iso(current.updated_at),
     completed_at: iso(current.completed_at),
+    expires_at: current.status === 'open' && expiryMs > 0 ? new Date(new Date(current.updated_at).getTime() + expiryMs).toISOString() : null,
+    expired: current.expired,
   };
 }

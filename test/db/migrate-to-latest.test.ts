@@ -31,12 +31,14 @@ for (const backend of testBackends()) {
     t.same(recorded.map((row) => row.name), migrationNames, 'every migration ran, in order');
     t.same(await pendingMigrations(fresh.orm), []);
 
-    const latest = migrationNames.slice(-2);
-    t.same(latest, ['0021-query-daily-totals', '0022-embedding-cache-age-index'], 'this test undoes the two latest migrations by hand; a new one needs its own undo here');
+    const latest = migrationNames.slice(-3);
+    t.same(latest, ['0021-query-daily-totals', '0022-embedding-cache-age-index', '0023-upload-session-expiry'], 'this test undoes the three latest migrations by hand; a new one needs its own undo here');
     await connection.execute('drop table query_daily_totals');
     await connection.execute('drop index query_events_created_index');
     await connection.execute('drop index embedding_cache_created_index');
-    await connection.execute('delete from schema_migrations where name in (?, ?)', latest);
+    await connection.execute('drop index upload_sessions_open_index');
+    await connection.execute('alter table upload_sessions drop column expired');
+    await connection.execute('delete from schema_migrations where name in (?, ?, ?)', latest);
     // Events recorded before the migration: its totals start from them.
     const collectionId = randomUUID();
     await connection.execute(
@@ -60,6 +62,10 @@ for (const backend of testBackends()) {
     t.equal(indexes!.count, 3, 'the metadata indexes of chunks and vector rows (migration 0018) and of documents are there');
     const [ageIndex] = await reopened.orm.em.getConnection().execute<Array<{ count: number }>>("select count(*)::int as count from pg_indexes where indexname = 'embedding_cache_created_index'");
     t.equal(ageIndex!.count, 1, 'the embedding cache is indexed by age (migration 0022)');
+    const [expiredColumn] = await reopened.orm.em.getConnection().execute<Array<{ count: number }>>(
+      "select count(*)::int as count from information_schema.columns where table_name = 'upload_sessions' and column_name = 'expired'",
+    );
+    t.equal(expiredColumn!.count, 1, 'upload sessions say whether they expired (migration 0023)');
     const optionsOf = async (index: string) => String((await reopened.orm.em.getConnection().execute<Array<{ reloptions: string[] | string | null }>>(
       'select reloptions from pg_class where relname = ?', [index],
     ))[0]!.reloptions);

@@ -38,6 +38,7 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
     [{ QUERY_EVENTS_RETENTION_DAYS: '-1' }, /^QUERY_EVENTS_RETENTION_DAYS must be an integer from 0 to 36500, got "-1"$/],
     [{ QUERY_EVENTS_RETENTION_DAYS: '30d' }, /^QUERY_EVENTS_RETENTION_DAYS must be an integer/],
     [{ EMBEDDING_CACHE_MAX_MB: '1GB' }, /^EMBEDDING_CACHE_MAX_MB must be an integer >= 0, got "1GB"$/],
+    [{ UPLOAD_SESSION_EXPIRY_HOURS: '1.5' }, /^UPLOAD_SESSION_EXPIRY_HOURS must be an integer >= 0, got "1.5"$/],
     [{ CORS_ORIGINS: 'localhost:5173' }, /^CORS_ORIGINS must be "\*" or origins separated by commas, each scheme:\/\/host\[:port\] such as https:\/\/app.example.com, got "localhost:5173"$/],
     [{ CORS_ORIGINS: 'https://app.example.com/chat' }, /^CORS_ORIGINS must be .+, got "https:\/\/app.example.com\/chat"$/],
     [{ CORS_ORIGINS: 'http://localhost:5173, *' }, /^CORS_ORIGINS must be .+, got "\*"$/],
@@ -66,6 +67,8 @@ t.test('loadConfig refuses, naming the variable', async (t) => {
   t.match(loadConfig({ QUERY_EVENTS_RETENTION_DAYS: '0' }), { queryEventsRetentionDays: 0 });
   t.match(loadConfig({}), { embeddingCacheMaxBytes: 1024 * 1024 * 1024 }, 'the embedding cache keeps at most a gigabyte of vectors');
   t.match(loadConfig({ EMBEDDING_CACHE_MAX_MB: '0' }), { embeddingCacheMaxBytes: 0 });
+  t.match(loadConfig({}), { uploadSessionExpiryMs: 24 * 3_600_000 }, 'an idle open upload session expires after a day');
+  t.match(loadConfig({ UPLOAD_SESSION_EXPIRY_HOURS: '0' }), { uploadSessionExpiryMs: 0 });
   t.same(loadConfig({}).corsOrigins, [], 'no origin may call from a browser unless listed');
   t.same(loadConfig({ CORS_ORIGINS: ' HTTPS://App.Example.com:443/ , http://localhost:5173' }).corsOrigins, ['https://app.example.com', 'http://localhost:5173'], 'as a browser writes them in Origin');
   t.equal(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*');

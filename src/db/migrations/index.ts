@@ -30,6 +30,7 @@ export const migrationNames: readonly string[] = [
   '0020-document-metadata-index',
   '0021-query-daily-totals',
   '0022-embedding-cache-age-index',
+  '0023-upload-session-expiry',
 ];
 
 export async function loadMigrations(): Promise<MigrationObject[]> {

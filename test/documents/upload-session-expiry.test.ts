@@ -1,0 +1,85 @@
+/**
+ * UPLOAD_SESSION_EXPIRY_HOURS (upload-session-expiry.ts): an open upload session given no file for
+ * that long is cancelled, as expired, and its stored files are removed; its client's next request
+ * is a 409 saying so. Sessions given files since, completing ones and the expiry's 0 are left alone.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import { assertError } from '../support/assertions.js';
+import { buildTestApp, multipartUpload, setupAdmin, testBackends } from '../support/test-app.js';
+
+const HOUR_MS = 3_600_000;
+
+async function sessionsApp(t: Test, backend: 'pglite' | 'postgresql', uploadSessionExpiryMs: number) {
+  const ctx = await buildTestApp(backend, { uploadSessionExpiryMs });
+  t.teardown(() => ctx.close());
+  const { app } = ctx;
+  const admin = { cookie: await setupAdmin(app) };
+  const created = await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'drafts' } });
+  const collectionId = created.json().id as string;
+  const base = '/v1/collections/drafts/uploads';
+  return {
+    ctx,
+    storedFiles: () => {
+      const dir = path.join(ctx.services.config.dataDir, 'files', collectionId);
+      return existsSync(dir) ? readdirSync(dir).length : 0;
+    },
+    open: async () => (await app.inject({ method: 'POST', url: base, headers: admin })).json() as { id: string; expires_at: string | null; updated_at: string },
+    put: (id: string, filename: string) => {
+      const body = multipartUpload([{ filename, content: `${filename} holds a short note about harbours and their tides.`, contentType: 'text/plain' }]);
+      return app.inject({ method: 'PUT', url: `${base}/${id}/files`, headers: { ...admin, ...body.headers }, payload: body.payload });
+    },
+    get: async (id: string) => (await app.inject({ url: `${base}/${id}`, headers: admin })).json(),
+    complete: (id: string) => app.inject({ method: 'POST', url: `${base}/${id}/complete`, headers: admin }),
+    cancel: (id: string) => app.inject({ method: 'DELETE', url: `${base}/${id}`, headers: admin }),
+    /** Makes the session's last activity `hours` ago. */
+    age: (id: string, hours: number) => ctx.services.sql(`update upload_sessions set updated_at = now() - ? * interval '1 hour' where id = ?`, [hours, id]),
+  };
+}
+
+for (const backend of testBackends()) {
+  t.test(`${backend}: idle open sessions expire and lose their files`, async (t) => {
+    const api = await sessionsApp(t, backend, 24 * HOUR_MS);
+    const idle = await api.open();
+    t.equal(Date.parse(idle.expires_at!) - Date.parse(idle.updated_at), 24 * HOUR_MS, 'an open session says when it expires: 24 hours after its last activity');
+    t.equal((await api.put(idle.id, 'idle.txt')).statusCode, 200);
+    const busy = await api.open();
+    t.equal((await api.put(busy.id, 'busy.txt')).statusCode, 200);
+    const completing = await api.open();
+    t.equal((await api.put(completing.id, 'done.txt')).statusCode, 200);
+    t.equal((await api.complete(completing.id)).statusCode, 202);
+    const cancelled = await api.open();
+    t.equal((await api.cancel(cancelled.id)).statusCode, 204);
+    const filesBefore = api.storedFiles();
+
+    await api.age(idle.id, 25);
+    await api.age(busy.id, 23);
+    await api.age(completing.id, 25);
+    t.equal(await api.ctx.services.uploadSessionExpiry.expireIdle(), 1, 'one session was open and idle longer than 24 hours');
+    t.match(await api.get(idle.id), { status: 'cancelled', expired: true, expires_at: null, file_count: 0, files: [] });
+    t.equal(api.storedFiles(), filesBefore - 1, 'its stored file is removed');
+    assertError(t, await api.put(idle.id, 'late.txt'), 409, /is cancelled \(it expired: no file was added to it for longer than UPLOAD_SESSION_EXPIRY_HOURS, and its files were removed\)/, 'files after it expired');
+    assertError(t, await api.complete(idle.id), 409, /expired/, 'completing it');
+    t.equal(api.storedFiles(), filesBefore - 1, 'the late file is not kept');
+
+    t.match(await api.get(busy.id), { status: 'open', expired: false, file_count: 1 }, 'a session active within 24 hours stays open');
+    t.not((await api.get(completing.id)).status, 'cancelled', 'a completing session is not expired');
+    t.match(await api.get(cancelled.id), { status: 'cancelled', expired: false }, 'a session its client cancelled is not "expired"');
+    assertError(t, await api.put(cancelled.id, 'x.txt'), 409, /^Upload session \S+ is cancelled: only an open session can take files$/);
+
+    await api.age(busy.id, 30);
+    t.equal((await api.put(busy.id, 'again.txt')).statusCode, 200, 'a file resets the clock');
+    t.equal(await api.ctx.services.uploadSessionExpiry.expireIdle(), 0);
+    t.match(await api.get(busy.id), { status: 'open', file_count: 2 });
+  });
+
+  t.test(`${backend}: UPLOAD_SESSION_EXPIRY_HOURS 0: sessions never expire`, async (t) => {
+    const api = await sessionsApp(t, backend, 0);
+    const session = await api.open();
+    t.equal(session.expires_at, null);
+    await api.age(session.id, 24 * 365);
+    t.equal(await api.ctx.services.uploadSessionExpiry.expireIdle(), 0);
+    t.match(await api.get(session.id), { status: 'open', expired: false });
+  });
+}
