@@ -14,6 +14,7 @@ import { runEveryStep, throwFailures } from './graceful-stop.js';
 import { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/database.js';
 import { EmbeddedDatabaseUpkeep } from './db/embedded-database-upkeep.js';
+import { ExpiredRecordsSweep } from './db/expired-records-sweep.js';
 import { PostgresTableUpkeep } from './db/postgres-table-upkeep.js';
 import { VectorIndexCacheWatch } from './db/vector-index-cache.js';
 import { reusableDatabaseBytes } from './db/embedded-database-free-space.js';
@@ -89,6 +90,8 @@ export interface AppServices {
   queryEventRetention: QueryEventRetention;
   /** Cancels open upload sessions idle past UPLOAD_SESSION_EXPIRY_HOURS, at start and every ten minutes. */
   uploadSessionExpiry: UploadSessionExpiry;
+  /** Deletes expired login sessions and idempotency records, at start and hourly. */
+  expiredRecordsSweep: ExpiredRecordsSweep;
   /** Loads the in-process indexes at start (config `warmUpIndexes`). */
   indexWarmUp: IndexWarmUp;
   /** Collections by name, cached briefly (see collection-directory.ts). */
@@ -200,6 +203,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   events.start();
   const queryEventRetention = new QueryEventRetention(sql, logger.child({ component: 'analytics' }), config.queryEventsRetentionDays);
   const uploadSessionExpiry = new UploadSessionExpiry(sql, files, logger.child({ component: 'upload-sessions' }), config.uploadSessionExpiryMs);
+  const expiredRecordsSweep = new ExpiredRecordsSweep(sql, logger.child({ component: 'database' }));
   const queryRuntime: QueryRuntime = {
     sql, indexes,
     embeddingModelFor: (collection) => embeddings.forCollection(collection),
@@ -242,7 +246,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   return {
     config, db, sql, secrets, settings, apiKeys, passwords, apiKeyUsage, plugins, parsers, files, indexes, indexRemovals, embeddings, embeddingCache, embeddingCacheBound, embeddingUsage, embeddingPresets,
     jobs, ingestion, writeLocks,
-    queryRuntime, queryEventRetention, uploadSessionExpiry, indexWarmUp, collections, collectionDependencies, diskSpace,
+    queryRuntime, queryEventRetention, uploadSessionExpiry, expiredRecordsSweep, indexWarmUp, collections, collectionDependencies, diskSpace,
     async start() {
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
@@ -253,13 +257,14 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       queryEventRetention.start();
       embeddingCacheBound.start();
       uploadSessionExpiry.start();
+      expiredRecordsSweep.start();
       if (config.warmUpIndexes && (config.vectorStore === 'embedded' || config.keywordIndex === 'memory')) indexWarmUp.start();
     },
     stopWork: () => ingestion.stop(),
     async stop() {
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
-        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => queryEventRetention.stop(), () => embeddingCacheBound.stop(), () => uploadSessionExpiry.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => queryEventRetention.stop(), () => embeddingCacheBound.stop(), () => uploadSessionExpiry.stop(), () => expiredRecordsSweep.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         async () => indexes.rangeIndexes?.close(), () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
         async () => inProcessIndexesLock?.close(),
       ]), 'shutdown steps of the services');

@@ -40,6 +40,3 @@ export async function revokeUserSessions(em: EntityManager, userId: string): Pro
   return em.nativeDelete(Session, { userId });
 }
 
-export async function purgeExpiredSessions(em: EntityManager): Promise<number> {
-  return em.nativeDelete(Session, { expiresAt: { $lte: new Date() } });
-}

@@ -28,7 +28,8 @@ declare module 'fastify' {
 }
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-const RETENTION_MS = 24 * 3_600_000;
+/** A stored response is replayed this long; the records are deleted after it (expired-records-sweep.ts). */
+export const IDEMPOTENCY_RETENTION_MS = 24 * 3_600_000;
 /** A first request that never finished (its process died) stops blocking retries after this. */
 const ABANDONED_AFTER_MS = 10 * 60_000;
 
@@ -138,7 +139,7 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
     if (existing) {
       const age = Date.now() - existing.createdAt.getTime();
       const abandoned = existing.responseStatus == null && age > ABANDONED_AFTER_MS;
-      if (age > RETENTION_MS || abandoned) {
+      if (age > IDEMPOTENCY_RETENTION_MS || abandoned) {
         await em.nativeDelete(IdempotencyRecord, { id: existing.id });
       } else {
         if (!await repeatsRecord(request, existing, fingerprint)) throw new UnprocessableError('Idempotency-Key was already used with a different request');
@@ -190,6 +191,3 @@ export const idempotency = fp(async (app: FastifyInstance, options: { services: 
   });
 }, { name: 'idempotency', dependencies: ['authenticate'] });
 
-export async function purgeExpiredIdempotencyRecords(services: AppServices): Promise<number> {
-  return services.db.fork().nativeDelete(IdempotencyRecord, { createdAt: { $lt: new Date(Date.now() - RETENTION_MS) } });
-}
