@@ -10,7 +10,7 @@ import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { isRefused, receiveMultipartFiles, removeReceived, type ReceivedFile } from './multipart-files.js';
 import { SessionFilesForm } from './upload-forms.js';
-import { addSessionFiles, assertOpen, cancelSession, completeSession, createSession, findSession, sessionView } from './upload-sessions.service.js';
+import { addSessionFiles, cancelSession, completeSession, createSession, findSession, sessionView, touchOpenSession } from './upload-sessions.service.js';
 import { stringEnum } from '../http/string-enum.js';
 import { PageQuery } from '../http/pagination.js';
 import { CompletedUploadSessionView, UploadSessionView } from './upload-session-response-schemas.js';
@@ -48,9 +48,8 @@ export const uploadSessionRoutes: FastifyPluginAsyncTypebox<{ services: AppServi
     },
   }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
-    const session = await findSession(sql, collection, request.params.id);
     // Refused before any byte is stored; a session closed while files stream in is caught on insert.
-    assertOpen(session, 'take files');
+    const session = await touchOpenSession(sql, await findSession(sql, collection, request.params.id), 'take files');
     const { outcomes, fields } = await receiveMultipartFiles(request, {
       files, parsers: services.parsers, collectionId: collection.id, limitBytes: services.config.uploadLimitBytes,
       refusals: 'throw', inlineMaxBytes: 0, partRule: 'Send the files in multipart parts named "file"',

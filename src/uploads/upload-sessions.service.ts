@@ -68,8 +68,15 @@ function wrongState(session: { id: string; status: SessionStatus; expired?: bool
   return new ConflictError(`Upload session ${session.id} is ${session.status}${why}: only an open session can ${action}`);
 }
 
-export function assertOpen(session: SessionRow, action: string): void {
-  if (session.status !== 'open') throw wrongState(session, action);
+/**
+ * Marks the open session active now, before its files stream in, so it cannot expire while a
+ * long upload is on its way; a session no longer open is a 409 (or 404 when deleted) here, before
+ * any byte is stored.
+ */
+export async function touchOpenSession(sql: SqlRunner, session: SessionRow, action: string): Promise<SessionRow> {
+  const [touched] = await sql<SessionRow>(`update upload_sessions set updated_at = now() where id = ? and status = 'open' returning *`, [session.id]);
+  if (!touched) throw await noLongerOpen(sql, session, action);
+  return touched;
 }
 
 /**

@@ -4,7 +4,9 @@
  * is a 409 saying so. Sessions given files since, completing ones and the expiry's 0 are left alone.
  */
 import { existsSync, readdirSync } from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
 import { assertError } from '../support/assertions.js';
 import { buildTestApp, multipartUpload, setupAdmin, testBackends } from '../support/test-app.js';
@@ -21,6 +23,7 @@ async function sessionsApp(t: Test, backend: 'pglite' | 'postgresql', uploadSess
   const base = '/v1/collections/drafts/uploads';
   return {
     ctx,
+    cookie: admin.cookie,
     storedFiles: () => {
       const dir = path.join(ctx.services.config.dataDir, 'files', collectionId);
       return existsSync(dir) ? readdirSync(dir).length : 0;
@@ -83,3 +86,29 @@ for (const backend of testBackends()) {
     t.match(await api.get(session.id), { status: 'open', expired: false });
   });
 }
+
+t.test('a session whose upload is streaming when it would expire stays open and takes the file', async (t) => {
+  const api = await sessionsApp(t, 'pglite', 24 * HOUR_MS);
+  const session = await api.open();
+  await api.age(session.id, 23.99);
+  await api.ctx.app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = api.ctx.app.server.address() as AddressInfo;
+  const body = multipartUpload([{ filename: 'slow.txt', content: 'tide gauge readings '.repeat(5_000), contentType: 'text/plain' }]);
+  const socket = net.connect(port, '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let answer = '';
+  socket.on('data', (chunk) => { answer += chunk.toString('latin1'); });
+  socket.write([
+    `PUT /v1/collections/drafts/uploads/${session.id}/files HTTP/1.1`, 'Host: 127.0.0.1', `Cookie: ${api.cookie}`,
+    `Content-Type: ${body.headers['content-type']}`, `Content-Length: ${body.payload.length}`, 'Connection: close', '', '',
+  ].join('\r\n'));
+  socket.write(body.payload.subarray(0, 1_000));
+  // The request has reached the route (its first bytes are stored) when the expiry runs an hour later.
+  for (let waited = 0; waited < 5_000 && Date.parse((await api.get(session.id)).updated_at) < Date.now() - HOUR_MS; waited += 20) await sleep(20);
+  t.equal(await api.ctx.services.uploadSessionExpiry.expireIdle(new Date(Date.now() + 0.5 * HOUR_MS)), 0, 'the upload under way counts as activity');
+  // Written, not ended: a half-closed socket is a client that hung up.
+  socket.write(body.payload.subarray(1_000));
+  await new Promise((resolve) => socket.once('close', resolve));
+  t.match(answer, /^HTTP\/1\.1 200 /, 'the file is taken');
+  t.match(await api.get(session.id), { status: 'open', expired: false, file_count: 1 });
+});
