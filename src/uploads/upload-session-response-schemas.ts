@@ -34,7 +34,7 @@ const sessionFields = {
   created_at: Timestamp,
   updated_at: Timestamp,
   completed_at: Nullable(Timestamp),
-  expires_at: Nullable(Type.String({ format: 'date-time', description: 'an open session not given a file by then is cancelled and its files removed (UPLOAD_SESSION_EXPIRY_HOURS after it was opened or last given files); null when not open or when sessions do not expire' })),
+  expires_at: Nullable(Type.String({ format: 'date-time', description: 'an open session not given a file by then is cancelled and its files removed (UPLOAD_SESSION_EXPIRY_HOURS after it was opened or a PUT of files last started); null when not open or when sessions do not expire' })),
   expired: Type.Boolean({ description: 'cancelled for being left idle past UPLOAD_SESSION_EXPIRY_HOURS, not by its client' }),
 };
 
