@@ -2,6 +2,7 @@ import type { CollectionRecord } from '../db/entities/index.js';
 import { documentCountsByStatus } from '../documents/documents.service.js';
 import type { SqlRunner } from '../plugins.js';
 import type { SearchIndexes } from '../search/search-indexes.js';
+import { DAY_MS, utcDayWindowStart } from '../usage/utc-day-window.js';
 
 export async function collectionStats(sql: SqlRunner, indexes: SearchIndexes, collection: CollectionRecord) {
   const byStatus = await documentCountsByStatus(sql, collection.id);
@@ -48,8 +49,6 @@ const QUERY_TEXT = `btrim(regexp_replace(query, '\\s+', ' ', 'g'))`;
 const QUERY_AS_COUNTED = `lower(${QUERY_TEXT})`;
 const QUERY_AS_SHOWN = `mode() within group (order by ${QUERY_TEXT})`;
 
-const DAY_MS = 86_400_000;
-
 /**
  * Queries of the last `windowDays` UTC days, today included, as the usage report counts them.
  * Counts, latency and the per-day series come from the daily totals, which are kept; the top and
@@ -58,7 +57,7 @@ const DAY_MS = 86_400_000;
  */
 export async function collectionAnalytics(sql: SqlRunner, collection: CollectionRecord, windowDays: number, retentionDays: number) {
   const now = Date.now();
-  const windowStart = Math.floor(now / DAY_MS) * DAY_MS - (windowDays - 1) * DAY_MS;
+  const windowStart = utcDayWindowStart(windowDays, new Date(now)).getTime();
   const firstDay = new Date(windowStart).toISOString().slice(0, 10);
   const [summary] = await sql<{ total: string | number | null; latency: number | null; zero: string | number | null; cached: string | number | null }>(
     `select sum(queries) as total, sum(latency_ms_sum) as latency, sum(zero_result_queries) as zero, sum(cached_queries) as cached

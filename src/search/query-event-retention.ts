@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { PeriodicRounds } from '../concurrency/periodic-rounds.js';
 import type { SqlRunner } from '../plugins.js';
+import { DAY_MS } from '../usage/utc-day-window.js';
 
 /** How often expired query events are looked for. */
 const ROUND_INTERVAL_MS = 3_600_000;
@@ -38,7 +39,7 @@ export class QueryEventRetention {
   /** Deletes the events recorded more than `retentionDays` before `now`; returns how many. */
   async deleteExpired(now = new Date()): Promise<number> {
     if (this.retentionDays <= 0) return 0;
-    const before = new Date(now.getTime() - this.retentionDays * 86_400_000).toISOString();
+    const before = new Date(now.getTime() - this.retentionDays * DAY_MS).toISOString();
     let deleted = 0;
     for (;;) {
       const rows = await this.sql<{ id: string }>(

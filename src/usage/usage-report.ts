@@ -1,18 +1,14 @@
 import type { EmbeddingUsageLedger, EmbeddingUsageSummary } from '../embedding/embedding-usage.js';
 import type { SqlRunner } from '../plugins.js';
+import { DAY_MS, utcDayWindowStart } from './utc-day-window.js';
 
 type Count = string | number;
 
-const DAY_MS = 86_400_000;
 const round2 = (value: number) => Math.round(value * 100) / 100;
 
 interface QueryStats {
   queries: number;
   latencySum: number;
-}
-
-function dayStart(date: Date): Date {
-  return new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate()));
 }
 
 const averageLatency = (stats: QueryStats | undefined) => (stats && stats.queries > 0 ? round2(stats.latencySum / stats.queries) : 0);
@@ -25,7 +21,7 @@ const averageLatency = (stats: QueryStats | undefined) => (stats && stats.querie
  * With `onlyCollectionId` (a pinned API key) the report covers that collection alone.
  */
 export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, windowDays: number, onlyCollectionId?: string) {
-  const since = new Date(dayStart(new Date()).getTime() - (windowDays - 1) * DAY_MS);
+  const since = utcDayWindowStart(windowDays);
   const collections = await sql<{ id: string; name: string; dimension: number }>(
     `select id, name, dimension from collections ${onlyCollectionId ? 'where id = ?' : ''} order by name`, onlyCollectionId ? [onlyCollectionId] : [],
   );

@@ -1,0 +1,9 @@
+export const DAY_MS = 86_400_000;
+
+/**
+ * The first moment of a window of `windowDays` UTC days ending with today (today included), the
+ * window analytics and the usage report count queries in.
+ */
+export function utcDayWindowStart(windowDays: number, now = new Date()): Date {
+  return new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS - (windowDays - 1) * DAY_MS);
+}
