@@ -90,7 +90,7 @@ export interface AppServices {
   queryEventRetention: QueryEventRetention;
   /** Cancels open upload sessions idle past UPLOAD_SESSION_EXPIRY_HOURS, at start and every ten minutes. */
   uploadSessionExpiry: UploadSessionExpiry;
-  /** Deletes expired login sessions and idempotency records, at start and hourly. */
+  /** Deletes expired login sessions, idempotency records and finished jobs, at start and hourly. */
   expiredRecordsSweep: ExpiredRecordsSweep;
   /** Loads the in-process indexes at start (config `warmUpIndexes`). */
   indexWarmUp: IndexWarmUp;

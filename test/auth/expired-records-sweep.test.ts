@@ -1,6 +1,7 @@
 /**
- * Expired login sessions and idempotency records past their 24 hours are deleted
- * (expired-records-sweep.ts), at start and hourly; live ones are kept and still work.
+ * Expired login sessions, idempotency records past their 24 hours and jobs a day after they
+ * finished are deleted (expired-records-sweep.ts), at start and hourly; live ones are kept and
+ * still work.
  */
 import t from 'tap';
 import { ADMIN, adminTestApp, sessionCookieOf, testBackends } from '../support/test-app.js';
@@ -32,7 +33,7 @@ for (const backend of testBackends()) {
       if (left!.count === 0) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    t.same(await services.expiredRecordsSweep.sweep(), { sessions: 0, idempotency_records: 0 }, 'the round at start deleted everything expired');
+    t.same(await services.expiredRecordsSweep.sweep(), { sessions: 0, idempotency_records: 0, finished_jobs: 0 }, 'the round at start deleted everything expired');
     const [sessions] = await services.sql<{ count: number }>('select count(*)::int as count from sessions');
     t.equal(sessions!.count, 1, 'the expired session is gone, the live one kept');
     t.equal((await app.inject({ url: '/v1/auth/me', headers: admin })).statusCode, 200, 'the live session still works');
@@ -44,5 +45,16 @@ for (const backend of testBackends()) {
     const rerun = await create('old-key', 'first');
     t.equal(rerun.statusCode, 409, 'the expired key runs again (the collection exists now) instead of replaying');
     t.equal(rerun.headers['idempotent-replayed'], undefined);
+
+    // Jobs a day after they finished go; unfinished ones, however old, stay.
+    await services.sql(
+      `insert into jobs (id, kind, collection_id, document_id, payload, status, attempts, max_attempts, run_after, created_at, updated_at)
+       select gen_random_uuid(), 'ingest_document', null, null, '{}'::jsonb, j.status, 1, 3, now() + interval '1 day', now() - j.age, now() - j.age
+         from (values ('done', interval '2 days'), ('failed', interval '25 hours'), ('done', interval '23 hours'), ('queued', interval '3 days'))
+           as j(status, age)`,
+    );
+    t.same(await services.expiredRecordsSweep.sweep(), { sessions: 0, idempotency_records: 0, finished_jobs: 2 });
+    const jobs = await services.sql<{ status: string }>('select status from jobs where document_id is null order by status');
+    t.same(jobs.map((job) => job.status), ['done', 'queued'], 'the job done 23 hours ago and the queued one are kept');
   });
 }
