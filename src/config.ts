@@ -69,7 +69,7 @@ export interface Config {
   postgresUpkeepIntervalMs: number;
   /** How often the SQL keyword index packs changed terms' postings (keyword-posting-packer.ts); 0: never. */
   keywordPackIntervalMs: number;
-  /** Query events older than this many days are deleted (query-event-retention.ts); their daily totals are kept. 0: kept forever. */
+  /** Query events older than this many days are deleted (expired-records-sweep.ts); their daily totals are kept. 0: kept forever. */
   queryEventsRetentionDays: number;
   /** The embedding cache's oldest vectors are deleted beyond this many bytes (embedding-cache-bound.ts); 0: unbounded. */
   embeddingCacheMaxBytes: number;

@@ -37,7 +37,6 @@ import { createMemoryKeywordIndex } from './search/keyword/memory-keyword-index.
 import { KeywordPostingPacker } from './search/keyword/keyword-posting-packer.js';
 import { createSqlKeywordIndex } from './search/keyword/sql-keyword-index.js';
 import { QueryCache } from './search/query-cache.js';
-import { QueryEventRetention } from './search/query-event-retention.js';
 import { QueryEventRecorder } from './search/query-events.js';
 import { PendingIndexRemovalSweep } from './search/pending-index-removals.js';
 import { checkRerankingSettings, RerankerModels } from './search/reranker-selection.js';
@@ -86,11 +85,9 @@ export interface AppServices {
    */
   writeLocks: WriteLocks;
   queryRuntime: QueryRuntime;
-  /** Deletes query events past QUERY_EVENTS_RETENTION_DAYS, at start and hourly. */
-  queryEventRetention: QueryEventRetention;
   /** Cancels open upload sessions idle past UPLOAD_SESSION_EXPIRY_HOURS, at start and every ten minutes. */
   uploadSessionExpiry: UploadSessionExpiry;
-  /** Deletes expired login sessions, idempotency records and finished jobs, at start and hourly. */
+  /** Deletes expired login sessions, idempotency records, finished jobs and query events past QUERY_EVENTS_RETENTION_DAYS, at start and hourly. */
   expiredRecordsSweep: ExpiredRecordsSweep;
   /** Loads the in-process indexes at start (config `warmUpIndexes`). */
   indexWarmUp: IndexWarmUp;
@@ -201,9 +198,8 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   const indexWarmUp = new IndexWarmUp(sql, indexes, logger.child({ component: 'index-warm-up' }));
   const events = new QueryEventRecorder(sql, (error) => logger.error({ err: error }, 'could not record query events'));
   events.start();
-  const queryEventRetention = new QueryEventRetention(sql, logger.child({ component: 'analytics' }), config.queryEventsRetentionDays);
   const uploadSessionExpiry = new UploadSessionExpiry(sql, files, logger.child({ component: 'upload-sessions' }), config.uploadSessionExpiryMs);
-  const expiredRecordsSweep = new ExpiredRecordsSweep(sql, logger.child({ component: 'database' }));
+  const expiredRecordsSweep = new ExpiredRecordsSweep(sql, logger.child({ component: 'database' }), config.queryEventsRetentionDays);
   const queryRuntime: QueryRuntime = {
     sql, indexes,
     embeddingModelFor: (collection) => embeddings.forCollection(collection),
@@ -246,7 +242,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
   return {
     config, db, sql, secrets, settings, apiKeys, passwords, apiKeyUsage, plugins, parsers, files, indexes, indexRemovals, embeddings, embeddingCache, embeddingCacheBound, embeddingUsage, embeddingPresets,
     jobs, ingestion, writeLocks,
-    queryRuntime, queryEventRetention, uploadSessionExpiry, expiredRecordsSweep, indexWarmUp, collections, collectionDependencies, diskSpace,
+    queryRuntime, uploadSessionExpiry, expiredRecordsSweep, indexWarmUp, collections, collectionDependencies, diskSpace,
     async start() {
       // The embedded database has one process, so whatever is `running` at start was left by a crash.
       await ingestion.start({ requeueAllRunning: db.kind === 'pglite' });
@@ -254,7 +250,6 @@ export async function createServices(config: Config, db: Database, logger: Fasti
       upkeep.start();
       vectorIndexCacheWatch?.start();
       keywordPacker.start();
-      queryEventRetention.start();
       embeddingCacheBound.start();
       uploadSessionExpiry.start();
       expiredRecordsSweep.start();
@@ -264,7 +259,7 @@ export async function createServices(config: Config, db: Database, logger: Fasti
     async stop() {
       // ingestion.stop() again does nothing after stopWork. Every step runs even when one fails (pending usage is still written, indexes still closed).
       throwFailures(await runEveryStep([
-        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => queryEventRetention.stop(), () => embeddingCacheBound.stop(), () => uploadSessionExpiry.stop(), () => expiredRecordsSweep.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
+        () => indexWarmUp.stop(), () => ingestion.stop(), () => indexRemovals.stop(), () => upkeep.stop(), async () => vectorIndexCacheWatch?.stop(), () => keywordPacker.stop(), () => embeddingCacheBound.stop(), () => uploadSessionExpiry.stop(), () => expiredRecordsSweep.stop(), () => events.stop(), () => embeddingUsage.stop(), () => apiKeyUsage.stop(),
         async () => indexes.rangeIndexes?.close(), () => indexes.keywordIndex.close(), () => indexes.vectorStore.close(), async () => files.close?.(), () => writeLocks.close(),
         async () => inProcessIndexesLock?.close(),
       ]), 'shutdown steps of the services');

@@ -2,31 +2,49 @@ import type { FastifyBaseLogger } from 'fastify';
 import { PeriodicRounds } from '../concurrency/periodic-rounds.js';
 import { IDEMPOTENCY_RETENTION_MS } from '../http/idempotency.js';
 import type { SqlRunner } from '../plugins.js';
+import { DAY_MS } from '../usage/utc-day-window.js';
 
 /** How often expired records are looked for. */
 const ROUND_INTERVAL_MS = 3_600_000;
-/** Rows deleted a statement, so queries waiting for the embedded database's one connection go between. */
-const BATCH_ROWS = 1_000;
+/**
+ * Rows deleted a statement: on the embedded database each statement holds the one connection, so
+ * queries go between batches instead of waiting out a deletion of millions of rows. Query events
+ * are small and many; the other tables' rows (a stored response, a job's payload) can be large.
+ */
+const BATCH_ROWS = { query_events: 5_000, other: 1_000 } as const;
 
 /** Finished ingestion jobs are kept this long after they finished, for an operator looking into one. */
-const FINISHED_JOBS_KEPT_MS = 24 * 3_600_000;
+const FINISHED_JOBS_KEPT_MS = DAY_MS;
+
+export interface SweptRecords {
+  sessions: number;
+  idempotency_records: number;
+  finished_jobs: number;
+  query_events: number;
+}
 
 /**
- * Deletes login sessions past their expiry, idempotency records past the 24 hours their responses
- * are replayed, and ingestion jobs a day after they finished (done or failed: the document holds
- * its status and error), at start and hourly. None was deleted before 2026-12-01 (an expired
- * session was refused, a record replaced only when its key came again), so every login, every
- * request with an `Idempotency-Key` (with its whole response) and every document ever ingested or
- * reprocessed, deleted since or not, left a row for good.
+ * Deletes, at start and hourly, what the service keeps only for a while:
+ * - login sessions past their expiry;
+ * - idempotency records past the 24 hours their responses are replayed;
+ * - ingestion jobs a day after they finished (done or failed: the document holds its status and
+ *   error);
+ * - query events older than `queryEventsRetentionDays` (0: kept). Their counts stay in the daily
+ *   totals (query-events.ts), which analytics and the usage report read; only the top and
+ *   zero-result query lists need the events, and they cover the retention.
+ * None was deleted before 2026-12-01 (an expired session was refused, a record replaced only when
+ * its key came again), so every login, every request with an `Idempotency-Key` (with its whole
+ * response), every document ever ingested or reprocessed and every query (290 bytes with its
+ * indexes for a 30-character query, measured on PostgreSQL) left a row for good.
  */
 export class ExpiredRecordsSweep {
   private readonly rounds: PeriodicRounds;
 
-  constructor(private readonly sql: SqlRunner, logger: FastifyBaseLogger) {
+  constructor(private readonly sql: SqlRunner, logger: FastifyBaseLogger, private readonly queryEventsRetentionDays: number) {
     this.rounds = new PeriodicRounds(async () => {
       const deleted = await this.sweep();
-      if (deleted.sessions + deleted.idempotency_records + deleted.finished_jobs > 0) logger.info(deleted, 'deleted expired sessions, idempotency records and finished jobs');
-    }, { intervalMs: ROUND_INTERVAL_MS, logger, work: 'deleting expired sessions, idempotency records and finished jobs', firstRoundAtStart: true });
+      if (Object.values(deleted).some((count) => count > 0)) logger.info(deleted, 'deleted expired records');
+    }, { intervalMs: ROUND_INTERVAL_MS, logger, work: 'deleting expired records', firstRoundAtStart: true });
   }
 
   start(): void {
@@ -38,22 +56,27 @@ export class ExpiredRecordsSweep {
   }
 
   /** Deletes what has expired as of `now`; returns how many of each. */
-  async sweep(now = new Date()): Promise<{ sessions: number; idempotency_records: number; finished_jobs: number }> {
+  async sweep(now = new Date()): Promise<SweptRecords> {
+    const ago = (ms: number) => new Date(now.getTime() - ms);
     return {
       sessions: await this.deleteInBatches('sessions', 'expires_at <= ?::timestamptz', now),
-      idempotency_records: await this.deleteInBatches('idempotency_records', 'created_at < ?::timestamptz', new Date(now.getTime() - IDEMPOTENCY_RETENTION_MS)),
-      finished_jobs: await this.deleteInBatches('jobs', "status in ('done', 'failed') and updated_at < ?::timestamptz", new Date(now.getTime() - FINISHED_JOBS_KEPT_MS)),
+      idempotency_records: await this.deleteInBatches('idempotency_records', 'created_at < ?::timestamptz', ago(IDEMPOTENCY_RETENTION_MS)),
+      finished_jobs: await this.deleteInBatches('jobs', "status in ('done', 'failed') and updated_at < ?::timestamptz", ago(FINISHED_JOBS_KEPT_MS)),
+      query_events: this.queryEventsRetentionDays > 0
+        ? await this.deleteInBatches('query_events', 'created_at < ?::timestamptz', ago(this.queryEventsRetentionDays * DAY_MS))
+        : 0,
     };
   }
 
-  private async deleteInBatches(table: 'sessions' | 'idempotency_records' | 'jobs', expired: string, at: Date): Promise<number> {
+  private async deleteInBatches(table: keyof SweptRecords | 'jobs', expired: string, before: Date): Promise<number> {
+    const batchRows = table === 'query_events' ? BATCH_ROWS.query_events : BATCH_ROWS.other;
     let deleted = 0;
     for (;;) {
       const rows = await this.sql<{ id: string }>(
-        `delete from ${table} where id in (select id from ${table} where ${expired} limit ${BATCH_ROWS}) returning id`, [at.toISOString()],
+        `delete from ${table} where id in (select id from ${table} where ${expired} limit ${batchRows}) returning id`, [before.toISOString()],
       );
       deleted += rows.length;
-      if (rows.length < BATCH_ROWS) return deleted;
+      if (rows.length < batchRows) return deleted;
     }
   }
 }

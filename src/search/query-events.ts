@@ -21,7 +21,7 @@ const MAX_PENDING_EVENTS = 10_000;
  * Records queries for analytics without a write on the query path: events are buffered and
  * inserted together once a second (and before analytics are read, and at shutdown), and added to
  * their collection's totals of the day in the same statement (migration 0021): the events
- * themselves are deleted after `QUERY_EVENTS_RETENTION_DAYS` (query-event-retention.ts), the
+ * themselves are deleted after `QUERY_EVENTS_RETENTION_DAYS` (expired-records-sweep.ts), the
  * totals are kept.
  */
 export class QueryEventRecorder extends PeriodicWriter {

@@ -1,5 +1,5 @@
 /**
- * Query events are kept QUERY_EVENTS_RETENTION_DAYS (query-event-retention.ts); their counts stay
+ * Query events are kept QUERY_EVENTS_RETENTION_DAYS (expired-records-sweep.ts); their counts stay
  * in the daily totals, so analytics and the usage report still count the older queries, and only
  * the top and zero-result query lists are limited to the retention. Analytics windows are UTC days,
  * today included.
@@ -37,9 +37,9 @@ for (const backend of testBackends()) {
     t.equal(response.statusCode, 200, response.body);
     await services.queryRuntime.events.flushBeforeRead();
 
-    t.equal(await services.queryEventRetention.deleteExpired(), 3, 'the three events older than three days are deleted');
+    t.equal((await services.expiredRecordsSweep.sweep()).query_events, 3, 'the three events older than three days are deleted');
     t.same(await storedEvents(services, id), ['pilot boarding'], 'today\'s event is kept');
-    t.equal(await services.queryEventRetention.deleteExpired(), 0, 'a second round finds nothing');
+    t.equal((await services.expiredRecordsSweep.sweep()).query_events, 0, 'a second round finds nothing');
 
     const analytics = (await app.inject({ url: '/v1/collections/harbour/analytics?window_days=30', headers: admin })).json();
     t.match(analytics, { window_days: 30, queries_total: 4, zero_result_queries_total: 2, top_queries_days: 3 }, 'the totals still count the deleted events');
@@ -64,7 +64,7 @@ for (const backend of testBackends()) {
     const { id } = await createTestCollection(app, admin, { name: 'archive' });
     await recordQuery(services, id, 'first light', dayBefore(6, 60_000));
     await recordQuery(services, id, 'last light', dayBefore(7, DAY_MS - 60_000), 0);
-    t.equal(await services.queryEventRetention.deleteExpired(), 0);
+    t.equal((await services.expiredRecordsSweep.sweep()).query_events, 0);
     t.same(await storedEvents(services, id), ['last light', 'first light']);
 
     const week = (await app.inject({ url: '/v1/collections/archive/analytics?window_days=7', headers: admin })).json();

@@ -3,7 +3,7 @@ import { Migration } from '@mikro-orm/migrations';
 /**
  * Query counts per collection and UTC day, kept beside the query events: analytics and the usage
  * report read their counts, latency and per-day series here, and query events older than
- * `QUERY_EVENTS_RETENTION_DAYS` are deleted (query-event-retention.ts), so the events table no
+ * `QUERY_EVENTS_RETENTION_DAYS` are deleted (expired-records-sweep.ts), so the events table no
  * longer grows by a row a query for as long as the service runs. The totals start from the events
  * there are. `query_events (created_at)`: the retention's deletions and the last day's count in
  * `GET /v1/stats` read a time range across collections.
