@@ -96,6 +96,8 @@ export const CollectionStatsView = Type.Object({
 
 const QueryCount = { query: Type.String({ description: 'the form asked most often of queries alike but for case and white space' }), count: Type.Integer() };
 
+const TOP_LIST = 'at most 20; each past day counts its 500 most asked query texts (and its 500 most asked zero-result ones), today every text';
+
 /** `collectionAnalytics`: queries of the last `window_days` UTC days, today included. */
 export const CollectionAnalyticsView = Type.Object({
   collection: Type.String(),
@@ -109,9 +111,8 @@ export const CollectionAnalyticsView = Type.Object({
     queries: Type.Integer(),
     avg_latency_ms: Type.Number(),
   }, { additionalProperties: false }), { description: 'days with queries only, oldest first' }),
-  top_queries_days: Type.Integer({ description: 'the days the top and zero-result query lists cover: the window, or QUERY_EVENTS_RETENTION_DAYS when shorter (older queries are not kept, their counts are)' }),
-  top_queries: Type.Array(Type.Object({ ...QueryCount, avg_results: Type.Number() }, { additionalProperties: false }), { description: 'at most 20' }),
-  zero_result_queries: Type.Array(Type.Object(QueryCount, { additionalProperties: false }), { description: 'at most 20' }),
+  top_queries: Type.Array(Type.Object({ ...QueryCount, avg_results: Type.Number() }, { additionalProperties: false }), { description: TOP_LIST }),
+  zero_result_queries: Type.Array(Type.Object(QueryCount, { additionalProperties: false }), { description: TOP_LIST }),
 }, { additionalProperties: false });
 
 /** GET /v1/stats. */

@@ -2,7 +2,8 @@ import type { CollectionRecord } from '../db/entities/index.js';
 import { documentCountsByStatus } from '../documents/documents.service.js';
 import type { SqlRunner } from '../plugins.js';
 import type { SearchIndexes } from '../search/search-indexes.js';
-import { DAY_MS, utcDayWindowStart } from '../usage/utc-day-window.js';
+import { mostAskedQueries, mostAskedZeroResultQueries } from '../search/query-daily-texts.js';
+import { utcDay, utcDayWindowStart } from '../usage/utc-day-window.js';
 
 export async function collectionStats(sql: SqlRunner, indexes: SearchIndexes, collection: CollectionRecord) {
   const byStatus = await documentCountsByStatus(sql, collection.id);
@@ -40,25 +41,14 @@ export async function collectionStats(sql: SqlRunner, indexes: SearchIndexes, co
   };
 }
 
-/** A query's text with its runs of white space made one space and its ends trimmed. */
-const QUERY_TEXT = `btrim(regexp_replace(query, '\\s+', ' ', 'g'))`;
 /**
- * Top and zero-result queries count "koala", "Koala" and " koala " as one query, as search reads
- * them alike, and show the form asked most often.
+ * Queries of the last `windowDays` UTC days, today included, as the usage report counts them:
+ * counts, latency and the per-day series from the daily totals, the top and zero-result query
+ * lists from the daily counts of each query text (query-daily-texts.ts). Both are kept however long
+ * the query events are.
  */
-const QUERY_AS_COUNTED = `lower(${QUERY_TEXT})`;
-const QUERY_AS_SHOWN = `mode() within group (order by ${QUERY_TEXT})`;
-
-/**
- * Queries of the last `windowDays` UTC days, today included, as the usage report counts them.
- * Counts, latency and the per-day series come from the daily totals, which are kept; the top and
- * zero-result query lists come from the query events, which are deleted after `retentionDays`
- * (0: kept), so they cover `top_queries_days`, the shorter of the window and the retention.
- */
-export async function collectionAnalytics(sql: SqlRunner, collection: CollectionRecord, windowDays: number, retentionDays: number) {
-  const now = Date.now();
-  const windowStart = utcDayWindowStart(windowDays, new Date(now)).getTime();
-  const firstDay = new Date(windowStart).toISOString().slice(0, 10);
+export async function collectionAnalytics(sql: SqlRunner, collection: CollectionRecord, windowDays: number) {
+  const firstDay = utcDay(utcDayWindowStart(windowDays));
   const [summary] = await sql<{ total: string | number | null; latency: number | null; zero: string | number | null; cached: string | number | null }>(
     `select sum(queries) as total, sum(latency_ms_sum) as latency, sum(zero_result_queries) as zero, sum(cached_queries) as cached
      from query_daily_totals where collection_id = ? and day >= ?::date`, [collection.id, firstDay],
@@ -67,16 +57,8 @@ export async function collectionAnalytics(sql: SqlRunner, collection: Collection
     `select to_char(day, 'YYYY-MM-DD') as day, queries, latency_ms_sum as latency
      from query_daily_totals where collection_id = ? and day >= ?::date order by day`, [collection.id, firstDay],
   );
-  const listedSince = new Date(retentionDays > 0 ? Math.max(windowStart, now - retentionDays * DAY_MS) : windowStart).toISOString();
-  const listed = [collection.id, listedSince];
-  const top = await sql<{ query: string; count: string | number; avg_results: number }>(
-    `select ${QUERY_AS_SHOWN} as query, count(*) as count, avg(result_count) as avg_results from query_events
-     where collection_id = ? and created_at >= ?::timestamptz group by ${QUERY_AS_COUNTED} order by count(*) desc, 1 limit 20`, listed,
-  );
-  const zero = await sql<{ query: string; count: string | number }>(
-    `select ${QUERY_AS_SHOWN} as query, count(*) as count from query_events
-     where collection_id = ? and created_at >= ?::timestamptz and result_count = 0 group by ${QUERY_AS_COUNTED} order by count(*) desc, 1 limit 20`, listed,
-  );
+  const top = await mostAskedQueries(sql, collection.id, firstDay);
+  const zero = await mostAskedZeroResultQueries(sql, collection.id, firstDay);
   const total = Number(summary?.total ?? 0);
   const round = (value: number | null | undefined) => Math.round((value ?? 0) * 100) / 100;
   return {
@@ -89,8 +71,7 @@ export async function collectionAnalytics(sql: SqlRunner, collection: Collection
     queries_per_day: perDay.map((row) => ({
       date: `${row.day}T00:00:00.000Z`, queries: Number(row.queries), avg_latency_ms: round(Number(row.latency) / Number(row.queries)),
     })),
-    top_queries_days: retentionDays > 0 ? Math.min(windowDays, retentionDays) : windowDays,
-    top_queries: top.map((row) => ({ query: row.query, count: Number(row.count), avg_results: round(row.avg_results) })),
-    zero_result_queries: zero.map((row) => ({ query: row.query, count: Number(row.count) })),
+    top_queries: top,
+    zero_result_queries: zero,
   };
 }

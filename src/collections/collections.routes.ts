@@ -66,6 +66,6 @@ export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices
   app.get('/v1/collections/:name/analytics', { config: { ...scope('collection:read'), openapi: { response: CollectionAnalyticsView } }, schema: { tags, summary: 'Queries per day, top queries, average latency and zero-result queries over window_days', params: NameParams, querystring: WindowQuery } }, async (request) => {
     const collection = await findCollection(services.collections, requireActor(request), request.params.name);
     await services.queryRuntime.events.flushBeforeRead();
-    return collectionAnalytics(services.sql, collection, request.query.window_days, services.config.queryEventsRetentionDays);
+    return collectionAnalytics(services.sql, collection, request.query.window_days);
   });
 };

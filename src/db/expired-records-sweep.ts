@@ -2,7 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import { PeriodicRounds } from '../concurrency/periodic-rounds.js';
 import { IDEMPOTENCY_RETENTION_MS } from '../http/idempotency.js';
 import type { SqlRunner } from '../plugins.js';
-import { DAY_MS } from '../usage/utc-day-window.js';
+import { compactPastQueryDays, deleteQueryTextsBefore, QUERY_TEXTS_KEPT_DAYS } from '../search/query-daily-texts.js';
+import { DAY_MS, utcDay, utcDayWindowStart } from '../usage/utc-day-window.js';
 
 /** How often expired records are looked for. */
 const ROUND_INTERVAL_MS = 3_600_000;
@@ -21,6 +22,7 @@ export interface SweptRecords {
   idempotency_records: number;
   finished_jobs: number;
   query_events: number;
+  query_texts: number;
 }
 
 /**
@@ -29,9 +31,10 @@ export interface SweptRecords {
  * - idempotency records past the 24 hours their responses are replayed;
  * - ingestion jobs a day after they finished (done or failed: the document holds its status and
  *   error);
- * - query events older than `queryEventsRetentionDays` (0: kept). Their counts stay in the daily
- *   totals (query-events.ts), which analytics and the usage report read; only the top and
- *   zero-result query lists need the events, and they cover the retention.
+ * - query events older than `queryEventsRetentionDays` (0: kept). Nothing reads them for analytics:
+ *   their counts stay in the daily totals and the daily counts of each text (query-events.ts);
+ * - the daily counts of query texts beyond each past day's most asked, and all of them after the
+ *   longest analytics window (query-daily-texts.ts).
  * None was deleted before 2026-12-01 (an expired session was refused, a record replaced only when
  * its key came again), so every login, every request with an `Idempotency-Key` (with its whole
  * response), every document ever ingested or reprocessed and every query (290 bytes with its
@@ -65,10 +68,12 @@ export class ExpiredRecordsSweep {
       query_events: this.queryEventsRetentionDays > 0
         ? await this.deleteInBatches('query_events', 'created_at < ?::timestamptz', ago(this.queryEventsRetentionDays * DAY_MS))
         : 0,
+      query_texts: await compactPastQueryDays(this.sql, utcDay(now))
+        + await deleteQueryTextsBefore(this.sql, utcDay(utcDayWindowStart(QUERY_TEXTS_KEPT_DAYS, now))),
     };
   }
 
-  private async deleteInBatches(table: keyof SweptRecords | 'jobs', expired: string, before: Date): Promise<number> {
+  private async deleteInBatches(table: 'sessions' | 'idempotency_records' | 'jobs' | 'query_events', expired: string, before: Date): Promise<number> {
     const batchRows = table === 'query_events' ? BATCH_ROWS.query_events : BATCH_ROWS.other;
     let deleted = 0;
     for (;;) {

@@ -1,6 +1,7 @@
 import { PeriodicWriter } from '../db/periodic-writer.js';
 import type { SqlRunner } from '../plugins.js';
 import { embeddingCostUsd } from './rate-card.js';
+import { utcDay } from '../usage/utc-day-window.js';
 
 export interface EmbeddingUsageEntry {
   collectionId: string;
@@ -83,7 +84,7 @@ export class EmbeddingUsageLedger extends PeriodicWriter {
 
   record(entry: EmbeddingUsageEntry): void {
     // The day of the call, not of the write, so that a call just before midnight counts for its day.
-    const day = new Date().toISOString().slice(0, 10);
+    const day = utcDay(new Date());
     this.add({
       collection_id: entry.collectionId, day, provider: entry.provider, model: entry.model,
       texts: entry.texts, tokens: entry.tokens, cache_hits: entry.cacheHits, cache_misses: entry.cacheMisses,
@@ -146,7 +147,7 @@ export class EmbeddingUsageLedger extends PeriodicWriter {
 
   /** Usage since `since` (a UTC day start): in all, deleted collections included, and per collection id. */
   async since(since: Date): Promise<{ total: EmbeddingUsageSummary; perCollection: Map<string, EmbeddingUsageSummary> }> {
-    const rows = await this.rows('where day >= ?::date', [since.toISOString().slice(0, 10)]);
+    const rows = await this.rows('where day >= ?::date', [utcDay(since)]);
     const byCollection = new Map<string, UsageRow[]>();
     for (const row of rows) byCollection.set(row.collection_id, [...(byCollection.get(row.collection_id) ?? []), row]);
     return { total: summarize(rows), perCollection: new Map([...byCollection].map(([id, collectionRows]) => [id, summarize(collectionRows)])) };

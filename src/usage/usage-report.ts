@@ -1,6 +1,6 @@
 import type { EmbeddingUsageLedger, EmbeddingUsageSummary } from '../embedding/embedding-usage.js';
 import type { SqlRunner } from '../plugins.js';
-import { DAY_MS, utcDayWindowStart } from './utc-day-window.js';
+import { DAY_MS, utcDay, utcDayWindowStart } from './utc-day-window.js';
 
 type Count = string | number;
 
@@ -34,7 +34,7 @@ export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, 
   // The daily totals (migration 0021), kept after the events themselves are deleted.
   const queries = await sql<{ collection_id: string; day: string; queries: Count; latency: number | null }>(
     `select collection_id, to_char(day, 'YYYY-MM-DD') as day, queries, latency_ms_sum as latency
-     from query_daily_totals where day >= ?::date`, [since.toISOString().slice(0, 10)],
+     from query_daily_totals where day >= ?::date`, [utcDay(since)],
   );
   const embedding = await ledger.since(since);
 
@@ -74,7 +74,7 @@ export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, 
 
   const timeline = Array.from({ length: windowDays }, (_, index) => {
     const date = new Date(since.getTime() + index * DAY_MS);
-    const stats = queriesByDay.get(date.toISOString().slice(0, 10));
+    const stats = queriesByDay.get(utcDay(date));
     return { date: date.toISOString(), queries: stats?.queries ?? 0, avg_latency_ms: averageLatency(stats) };
   });
   const all = [...queriesBy.values()].reduce((sum, stats) => ({ queries: sum.queries + stats.queries, latencySum: sum.latencySum + stats.latencySum }), { queries: 0, latencySum: 0 });

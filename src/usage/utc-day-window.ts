@@ -7,3 +7,8 @@ export const DAY_MS = 86_400_000;
 export function utcDayWindowStart(windowDays: number, now = new Date()): Date {
   return new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS - (windowDays - 1) * DAY_MS);
 }
+
+/** A moment's UTC day, YYYY-MM-DD. */
+export function utcDay(moment: Date): string {
+  return moment.toISOString().slice(0, 10);
+}

@@ -1,10 +1,11 @@
 /**
  * Query events are kept QUERY_EVENTS_RETENTION_DAYS (expired-records-sweep.ts); their counts stay
- * in the daily totals, so analytics and the usage report still count the older queries, and only
- * the top and zero-result query lists are limited to the retention. Analytics windows are UTC days,
- * today included.
+ * in the daily totals and the daily counts of each query text, so analytics (top and zero-result
+ * lists included) and the usage report still count the older queries. Analytics windows are UTC
+ * days, today included.
  */
 import t from 'tap';
+import { QUERY_TEXTS_KEPT_PER_DAY } from '../../src/search/query-daily-texts.js';
 import { adminTestApp, createTestCollection, testBackends, type TestApp } from '../support/test-app.js';
 
 const DAY_MS = 86_400_000;
@@ -18,6 +19,21 @@ function dayBefore(days: number, offsetMs = 0): Date {
 async function recordQuery(services: TestApp['services'], collectionId: string, query: string, at: Date, resultCount = 1): Promise<void> {
   services.queryRuntime.events.record({ collectionId, query, searchMode: 'hybrid', resultCount, latencyMs: 4, cached: false, at });
   await services.queryRuntime.events.flushBeforeRead();
+}
+
+/** Records each query of `queries` (text, result count) at `at`, as the query path does, and writes them together. */
+async function recordQueries(services: TestApp['services'], collectionId: string, queries: Array<[string, number]>, at: Date): Promise<void> {
+  for (const [query, resultCount] of queries) {
+    services.queryRuntime.events.record({ collectionId, query, searchMode: 'keyword', resultCount, latencyMs: 2, cached: false, at });
+  }
+  await services.queryRuntime.events.flushBeforeRead();
+}
+
+async function storedTextsOfDay(services: TestApp['services'], collectionId: string, day: Date): Promise<number> {
+  const [row] = await services.sql<{ count: number }>(
+    'select count(*)::int as count from query_daily_texts where collection_id = ? and day = ?::date', [collectionId, day.toISOString().slice(0, 10)],
+  );
+  return row!.count;
 }
 
 async function storedEvents(services: TestApp['services'], collectionId: string): Promise<string[]> {
@@ -42,21 +58,23 @@ for (const backend of testBackends()) {
     t.equal((await services.expiredRecordsSweep.sweep()).query_events, 0, 'a second round finds nothing');
 
     const analytics = (await app.inject({ url: '/v1/collections/harbour/analytics?window_days=30', headers: admin })).json();
-    t.match(analytics, { window_days: 30, queries_total: 4, zero_result_queries_total: 2, top_queries_days: 3 }, 'the totals still count the deleted events');
+    t.match(analytics, { window_days: 30, queries_total: 4, zero_result_queries_total: 2 }, 'the totals still count the deleted events');
     t.same(analytics.queries_per_day.map((day: { date: string; queries: number }) => [day.date, day.queries]), [
       [dayBefore(10).toISOString(), 1], [dayBefore(5).toISOString(), 2], [dayBefore(0).toISOString(), 1],
     ], 'each UTC day keeps its count');
     const todayLatency = analytics.queries_per_day[2].avg_latency_ms as number;
     t.ok(Math.abs(analytics.avg_latency_ms - (4 * 3 + todayLatency) / 4) < 0.01, 'the average latency weighs every query of the window, deleted events included');
-    t.same(analytics.top_queries.map((row: { query: string }) => row.query), ['pilot boarding'], 'the query lists cover the retention only');
-    t.same(analytics.zero_result_queries.map((row: { query: string }) => row.query), ['pilot boarding']);
+    t.same(analytics.top_queries.map((row: { query: string; count: number; avg_results: number }) => [row.query, row.count, row.avg_results]),
+      [['tide tables', 2, 0.5], ['berth fees', 1, 1], ['pilot boarding', 1, 0]], 'the query lists count the deleted events too');
+    t.same(analytics.zero_result_queries.map((row: { query: string; count: number }) => [row.query, row.count]), [['pilot boarding', 1], ['tide tables', 1]]);
 
     const usage = (await app.inject({ url: '/v1/usage?window_days=7', headers: admin })).json();
     t.equal(usage.queries_total, 3, 'the usage report counts the queries of its window from the totals (the 10-day-old one is outside)');
     t.equal(usage.timeline.find((day: { date: string }) => day.date === dayBefore(5).toISOString()).queries, 2);
 
     const short = (await app.inject({ url: '/v1/collections/harbour/analytics?window_days=2', headers: admin })).json();
-    t.match(short, { queries_total: 1, top_queries_days: 2 }, 'a window shorter than the retention bounds the lists');
+    t.match(short, { queries_total: 1 });
+    t.same(short.top_queries.map((row: { query: string }) => row.query), ['pilot boarding'], 'the lists cover the window');
   });
 
   t.test(`${backend}: analytics windows are UTC days, today included; a retention of 0 keeps every event`, async (t) => {
@@ -68,10 +86,10 @@ for (const backend of testBackends()) {
     t.same(await storedEvents(services, id), ['last light', 'first light']);
 
     const week = (await app.inject({ url: '/v1/collections/archive/analytics?window_days=7', headers: admin })).json();
-    t.match(week, { queries_total: 1, top_queries_days: 7 }, 'a 7-day window is today and the six UTC days before: six days back is in, seven is not');
+    t.match(week, { queries_total: 1 }, 'a 7-day window is today and the six UTC days before: six days back is in, seven is not');
     t.same(week.top_queries.map((row: { query: string }) => row.query), ['first light']);
     const eight = (await app.inject({ url: '/v1/collections/archive/analytics?window_days=8', headers: admin })).json();
-    t.match(eight, { queries_total: 2, zero_result_queries_total: 1, top_queries_days: 8 });
+    t.match(eight, { queries_total: 2, zero_result_queries_total: 1 });
     t.same(eight.zero_result_queries.map((row: { query: string }) => row.query), ['last light']);
   });
 
@@ -89,5 +107,53 @@ for (const backend of testBackends()) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     t.same(await storedEvents(services, id), ['kept'], 'the start\'s round deleted 12,000 expired events, more than one batch');
+  });
+
+  t.test(`${backend}: a past day keeps its most asked query texts, today every text; the texts go after 365 days`, async (t) => {
+    const { app, services, admin } = await adminTestApp(t, backend, { queryEventsRetentionDays: 0 });
+    const { id } = await createTestCollection(app, admin, { name: 'port' });
+    const pastDay = dayBefore(2, 3_600_000);
+    // More texts asked once than a past day keeps: the 'zz' one, last of them in order, had no result.
+    const tail = Array.from({ length: QUERY_TEXTS_KEPT_PER_DAY + 100 }, (_, n): [string, number] => [`tail ${String(n).padStart(4, '0')}`, 3]);
+    const popular: Array<[string, number]> = [
+      ...Array.from({ length: 5 }, (): [string, number] => ['popular one', 2]),
+      ['Popular Two', 4], ['popular  two', 4], ['popular two ', 4], ['popular two', 4],
+    ];
+    await recordQueries(services, id, [...popular, ...tail, ['zz rare miss', 0]], pastDay);
+    await recordQueries(services, id, tail, new Date());
+    const keys = 2 + tail.length + 1;
+    t.equal(await storedTextsOfDay(services, id, pastDay), keys + 1, 'a text is kept per form asked (white space apart): "Popular Two" and "popular two"');
+
+    const swept = await services.expiredRecordsSweep.sweep();
+    // Kept: the 500 most asked (both popular queries, in three rows, and the first 498 of the tail by
+    // text) and the most asked zero-result one.
+    t.equal(swept.query_texts, keys - QUERY_TEXTS_KEPT_PER_DAY - 1, 'the past day\'s least asked texts are deleted');
+    t.equal(await storedTextsOfDay(services, id, pastDay), QUERY_TEXTS_KEPT_PER_DAY + 2);
+    t.equal(await storedTextsOfDay(services, id, new Date()), tail.length, 'today keeps every text');
+    t.equal((await services.expiredRecordsSweep.sweep()).query_texts, 0, 'a day is cut once');
+
+    const analytics = (await app.inject({ url: '/v1/collections/port/analytics', headers: admin })).json();
+    t.match(analytics, { queries_total: popular.length + 2 * tail.length + 1, zero_result_queries_total: 1 }, 'the totals count every query');
+    t.same(analytics.top_queries.slice(0, 3).map((row: { query: string; count: number; avg_results: number }) => [row.query, row.count, row.avg_results]),
+      [['popular one', 5, 2], ['popular two', 4, 4], ['tail 0000', 2, 3]], 'the most asked are counted in full, shown in the form asked most often');
+    t.equal(analytics.top_queries.length, 20);
+    t.same(analytics.zero_result_queries, [{ query: 'zz rare miss', count: 1 }], 'a zero-result query is kept by its own list');
+    const yesterday = (await app.inject({ url: '/v1/collections/port/analytics?window_days=1', headers: admin })).json();
+    t.equal(yesterday.top_queries[0].count, 1, 'today\'s counts alone in a one-day window');
+
+    // An event of the past day recorded late (a batch kept while the database was away) has it cut again.
+    await recordQueries(services, id, [[`tail ${QUERY_TEXTS_KEPT_PER_DAY + 99}`, 3]], pastDay);
+    t.equal(await storedTextsOfDay(services, id, pastDay), QUERY_TEXTS_KEPT_PER_DAY + 3);
+    t.equal((await services.expiredRecordsSweep.sweep()).query_texts, 1);
+    t.equal(await storedTextsOfDay(services, id, pastDay), QUERY_TEXTS_KEPT_PER_DAY + 2);
+
+    const longAgo = dayBefore(365, 3_600_000);
+    await recordQueries(services, id, [['long ago', 1]], longAgo);
+    await recordQueries(services, id, [['within the year', 0]], dayBefore(364, 3_600_000));
+    t.equal((await services.expiredRecordsSweep.sweep()).query_texts, 1, 'the texts of the day before the longest window are deleted');
+    t.equal(await storedTextsOfDay(services, id, longAgo), 0);
+    t.equal(await storedTextsOfDay(services, id, dayBefore(364)), 1, 'the first day of a 365-day window keeps its texts');
+    const year = (await app.inject({ url: '/v1/collections/port/analytics?window_days=365', headers: admin })).json();
+    t.same(year.zero_result_queries.map((row: { query: string }) => row.query), ['within the year', 'zz rare miss']);
   });
 }

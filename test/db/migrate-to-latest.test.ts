@@ -31,14 +31,16 @@ for (const backend of testBackends()) {
     t.same(recorded.map((row) => row.name), migrationNames, 'every migration ran, in order');
     t.same(await pendingMigrations(fresh.orm), []);
 
-    const latest = migrationNames.slice(-3);
-    t.same(latest, ['0021-query-daily-totals', '0022-embedding-cache-age-index', '0023-upload-session-expiry'], 'this test undoes the three latest migrations by hand; a new one needs its own undo here');
+    const latest = migrationNames.slice(-4);
+    t.same(latest, ['0021-query-daily-totals', '0022-embedding-cache-age-index', '0023-upload-session-expiry', '0024-query-daily-texts'],
+      'this test undoes the four latest migrations by hand; a new one needs its own undo here');
+    await connection.execute('drop table query_daily_texts');
     await connection.execute('drop table query_daily_totals');
     await connection.execute('drop index query_events_created_index');
     await connection.execute('drop index embedding_cache_created_index');
     await connection.execute('drop index upload_sessions_open_index');
     await connection.execute('alter table upload_sessions drop column expired');
-    await connection.execute('delete from schema_migrations where name in (?, ?, ?)', latest);
+    await connection.execute('delete from schema_migrations where name in (?, ?, ?, ?)', latest);
     // Events recorded before the migration: its totals start from them.
     const collectionId = randomUUID();
     await connection.execute(
@@ -46,10 +48,13 @@ for (const backend of testBackends()) {
          chunk_strategy, default_top_k, default_min_score, default_search_mode, created_at, updated_at)
        values (?, 'asked', 'local', 'local-hash-384', 384, 800, 100, 'recursive', 10, 0, 'hybrid', now(), now())`, [collectionId],
     );
-    for (const [at, resultCount, cached] of [['2026-11-02T23:59:00Z', 3, false], ['2026-11-03T00:01:00Z', 0, true], ['2026-11-03T10:00:00Z', 0, false]] as const) {
+    const events = [
+      ['2026-11-02T23:59:00Z', 3, false, 'lighthouse'], ['2026-11-03T00:01:00Z', 0, true, ' lighthouse  beam'], ['2026-11-03T10:00:00Z', 0, false, 'lighthouse beam'],
+    ] as const;
+    for (const [at, resultCount, cached, query] of events) {
       await connection.execute(
         `insert into query_events (id, collection_id, query, search_mode, result_count, latency_ms, cached, created_at)
-         values (?, ?, 'lighthouse', 'hybrid', ?, 2.5, ?, ?)`, [randomUUID(), collectionId, resultCount, cached, at],
+         values (?, ?, ?, 'hybrid', ?, 2.5, ?, ?)`, [randomUUID(), collectionId, query, resultCount, cached, at],
       );
     }
     t.same(await pendingMigrations(fresh.orm), latest, 'the check sees the missing migrations');
@@ -80,6 +85,14 @@ for (const backend of testBackends()) {
       { day: '2026-11-02', queries: 1, latency_ms_sum: 2.5, zero_result_queries: 0, cached_queries: 0 },
       { day: '2026-11-03', queries: 2, latency_ms_sum: 5, zero_result_queries: 2, cached_queries: 1 },
     ], 'the daily totals start from the events recorded before, by UTC day');
+    const texts = await reopened.orm.em.getConnection().execute<Array<Record<string, unknown>>>(
+      `select to_char(day, 'YYYY-MM-DD') as day, query_text, queries::int, result_count_sum::int, zero_result_queries::int
+         from query_daily_texts where collection_id = ? order by day`, [collectionId],
+    );
+    t.same(texts, [
+      { day: '2026-11-02', query_text: 'lighthouse', queries: 1, result_count_sum: 3, zero_result_queries: 0 },
+      { day: '2026-11-03', query_text: 'lighthouse beam', queries: 2, result_count_sum: 0, zero_result_queries: 2 },
+    ], 'the daily counts of query texts start from them too (migration 0024), white space made one space');
     const names = await reopened.orm.em.getConnection().execute<Array<{ name: string }>>('select name from schema_migrations');
     t.equal(names.length, migrationNames.length, 'and recorded it once, nothing run twice');
   });

@@ -31,6 +31,7 @@ export const migrationNames: readonly string[] = [
   '0021-query-daily-totals',
   '0022-embedding-cache-age-index',
   '0023-upload-session-expiry',
+  '0024-query-daily-texts',
 ];
 
 export async function loadMigrations(): Promise<MigrationObject[]> {

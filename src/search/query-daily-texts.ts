@@ -1,0 +1,95 @@
+import type { SqlRunner } from '../plugins.js';
+
+/**
+ * A past day keeps, per collection, the texts of its 500 most asked queries and of its 500 most
+ * asked zero-result queries. The lists over a window are then exact for every query that was among
+ * them each day it was asked, which the 20 a list shows are unless a day's queries are spread over
+ * more than 500 texts at least as frequent; what is cut is the long tail of texts asked once or
+ * twice, the bulk of the rows. Today keeps every text, so its order is not decided early.
+ */
+export const QUERY_TEXTS_KEPT_PER_DAY = 500;
+
+/** The longest analytics window (spec 8): older days' texts are never read. */
+export const QUERY_TEXTS_KEPT_DAYS = 365;
+
+/** The texts of how many queries a list shows. */
+const LISTED_QUERIES = 20;
+
+/**
+ * Each text's counts over the window. Texts that differ in case only are one query to the lists
+ * ("koala", "Koala"), shown in the form asked most often.
+ */
+const TEXTS_OF_WINDOW = `texts as (
+  select query_text, sum(queries) as queries, sum(result_count_sum) as results, sum(zero_result_queries) as zero
+    from query_daily_texts where collection_id = ? and day >= ?::date group by query_text
+)`;
+
+export interface ListedQuery {
+  query: string;
+  count: number;
+}
+
+/** The most asked queries of a collection from `firstDay` (YYYY-MM-DD), with their average result count. */
+export async function mostAskedQueries(sql: SqlRunner, collectionId: string, firstDay: string): Promise<Array<ListedQuery & { avg_results: number }>> {
+  const rows = await sql<{ query: string; count: string | number; avg_results: number }>(
+    `with ${TEXTS_OF_WINDOW}
+     select (array_agg(query_text order by queries desc, query_text))[1] as query, sum(queries) as count,
+            sum(results)::float8 / sum(queries) as avg_results
+       from texts group by lower(query_text) order by count desc, query limit ${LISTED_QUERIES}`, [collectionId, firstDay],
+  );
+  return rows.map((row) => ({ query: row.query, count: Number(row.count), avg_results: Math.round(row.avg_results * 100) / 100 }));
+}
+
+/** The queries of a collection most often answered with nothing, from `firstDay` (YYYY-MM-DD). */
+export async function mostAskedZeroResultQueries(sql: SqlRunner, collectionId: string, firstDay: string): Promise<ListedQuery[]> {
+  const rows = await sql<{ query: string; count: string | number }>(
+    `with ${TEXTS_OF_WINDOW}
+     select (array_agg(query_text order by zero desc, query_text))[1] as query, sum(zero) as count
+       from texts where zero > 0 group by lower(query_text) order by count desc, query limit ${LISTED_QUERIES}`, [collectionId, firstDay],
+  );
+  return rows.map((row) => ({ query: row.query, count: Number(row.count) }));
+}
+
+/**
+ * Cuts every day before `today` (YYYY-MM-DD) whose texts have not been cut yet down to its most asked
+ * ones, one collection's day a statement; returns how many text rows it deleted. A day's totals are
+ * marked as not cut again when a late event of that day is recorded (query-events.ts).
+ */
+export async function compactPastQueryDays(sql: SqlRunner, today: string): Promise<number> {
+  const days = await sql<{ collection_id: string; day: string }>(
+    `select collection_id, to_char(day, 'YYYY-MM-DD') as day from query_daily_totals
+      where not texts_compacted and day < ?::date order by day`, [today],
+  );
+  let deleted = 0;
+  for (const { collection_id: collectionId, day } of days) {
+    const [result] = await sql<{ deleted: string | number }>(
+      `with keys as (
+         select lower(query_text) as key, sum(queries) as queries, sum(zero_result_queries) as zero
+           from query_daily_texts where collection_id = ? and day = ?::date group by 1
+       ), kept as (
+         (select key from keys order by queries desc, key limit ${QUERY_TEXTS_KEPT_PER_DAY})
+         union
+         (select key from keys where zero > 0 order by zero desc, key limit ${QUERY_TEXTS_KEPT_PER_DAY})
+       ), removed as (
+         delete from query_daily_texts where collection_id = ? and day = ?::date and lower(query_text) not in (select key from kept)
+         returning 1
+       ), marked as (
+         update query_daily_totals set texts_compacted = true where collection_id = ? and day = ?::date
+       )
+       select count(*) as deleted from removed`, [collectionId, day, collectionId, day, collectionId, day],
+    );
+    deleted += Number(result?.deleted ?? 0);
+  }
+  return deleted;
+}
+
+/** Deletes the texts of the days before `firstKeptDay` (YYYY-MM-DD); returns how many rows. */
+export async function deleteQueryTextsBefore(sql: SqlRunner, firstKeptDay: string): Promise<number> {
+  // Through the totals, one per collection and day, so each day's texts are found by their key.
+  const rows = await sql<{ day: string }>(
+    `delete from query_daily_texts as texts using query_daily_totals as totals
+      where totals.day < ?::date and texts.collection_id = totals.collection_id and texts.day = totals.day
+      returning texts.day`, [firstKeptDay],
+  );
+  return rows.length;
+}
