@@ -80,10 +80,9 @@ export async function touchOpenSession(sql: SqlRunner, session: SessionRow, acti
 }
 
 /**
- * Records stored files in the session, in one statement that only writes while the session is open;
- * returns the session as it is now.
+ * Adds stored files to the session, in one statement that only writes while it is open; answers the
+ * session as it is now and the ids of the files added, in order.
  */
-/** Adds files to an open session; answers the session and the ids of the files added, in order. */
 export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files: ReceivedFile[]): Promise<{ session: SessionRow; added: string[] }> {
   const rows = files.map((file, index) => ({
     id: randomUUID(), ord: index, filename: file.filename, content_type: file.contentType, size_bytes: file.upload.sizeBytes,
@@ -93,12 +92,16 @@ export async function addSessionFiles(sql: SqlRunner, session: SessionRow, files
     `insert into upload_session_files (id, session_id, filename, content_type, size_bytes, sha256, storage_key, document_id, created_at)
      select r.id, s.id, r.filename, r.content_type, r.size_bytes, r.sha256, r.storage_key, null, now() + r.ord * interval '1 microsecond'
      from jsonb_to_recordset(?::jsonb) as r(id uuid, ord int, filename text, content_type text, size_bytes bigint, sha256 text, storage_key text)
-     cross join (select id from upload_sessions where id = ? and status = 'open' for key share) as s
+     cross join (select id from upload_sessions where id = ? and status = 'open' for share) as s
      returning id`,
     [JSON.stringify(rows), session.id],
   );
-  // Completed or cancelled while the files were streaming in, or deleted (a truncate): the lock makes
-  // a deletion in flight end first, where the rows went in and failed their foreign key (a 500).
+  // Completed, cancelled or expired while the files were streaming in, or deleted (a truncate). The
+  // share lock orders this insert and those changes: one in flight ends first and the session is
+  // seen closed, or waits until the files are in, and a completion or cancel reads the files after
+  // its status change. A key-share lock (until 2026-12-01) did not wait for a status change, so a
+  // cancel's removal could miss files going in as it ran. A deletion in flight was already waited
+  // for, where the rows went in and failed their foreign key (a 500).
   if (inserted.length === 0 && rows.length > 0) throw await noLongerOpen(sql, session, 'take files');
   const [updated] = await sql<SessionRow>('update upload_sessions set updated_at = now() where id = ? returning *', [session.id]);
   return { session: updated ?? session, added: rows.map((row) => row.id) };
@@ -128,8 +131,8 @@ async function sessionFiles(sql: SqlRunner, sessionId: string): Promise<SessionF
  * (metadata no longer valid, say) it is open again and its files are kept.
  */
 export async function completeSession(runtime: IntakeRuntime, collection: CollectionRecord, session: SessionRow) {
-  const files = await sessionFiles(runtime.sql, session.id);
-  if (session.status === 'open' && files.length === 0) {
+  const [anyFile] = await runtime.sql('select 1 from upload_session_files where session_id = ? limit 1', [session.id]);
+  if (session.status === 'open' && !anyFile) {
     // Files go with their session: none, and no session either, is a session deleted since it was found.
     const [present] = await runtime.sql('select 1 from upload_sessions where id = ?', [session.id]);
     if (!present) throw deletedMeanwhile(session);
@@ -139,6 +142,10 @@ export async function completeSession(runtime: IntakeRuntime, collection: Collec
     `update upload_sessions set status = 'completing', updated_at = now() where id = ? and status = 'open' returning *`, [session.id],
   );
   if (!claimed) throw await noLongerOpen(runtime.sql, session, 'be completed');
+  // Read once claimed: a file added until then is in, none can come after (addSessionFiles). Read
+  // before the claim (until 2026-12-01), a file added between the two was answered 200 and never
+  // ingested, nor removed.
+  const files = await sessionFiles(runtime.sql, session.id);
   const batchId = newBatchId();
   let admitted;
   try {

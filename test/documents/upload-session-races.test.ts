@@ -5,11 +5,15 @@
  * certain; both were 500s, found by a probe racing truncates with sessions.
  * - Files added as the session is deleted: they went in and failed their foreign key.
  * - A completion whose session is deleted before its last write: it read back no session.
+ * And a file added as the session is completed is either in the completion or refused; it was
+ * answered 200 and never ingested.
  */
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import t from 'tap';
 import { assertError } from '../support/assertions.js';
-import { waitUntilBlockedBy } from '../support/lock-waits.js';
+import { waitUntilBlockedBy, waitUntilLockWaits } from '../support/lock-waits.js';
 import { adminTestApp, createTestCollection, multipartUpload } from '../support/test-app.js';
 
 if (!process.env.TEST_DATABASE_URL) {
@@ -50,6 +54,48 @@ if (!process.env.TEST_DATABASE_URL) {
       await other.query('delete from upload_sessions where id = $1', [id]);
       await other.query('commit');
       assertError(t, await answer, 404, /deleted \(its collection truncated\) while it was being completed/);
+    });
+
+    await t.test('a file added while the session is completed is in the completion or refused', async (t) => {
+      const id = await open();
+      t.equal((await put(id, 'first.txt')).statusCode, 200);
+      // The second file's request reaches the route (the session is marked active) and waits for its last bytes.
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      const body = multipartUpload([{ filename: 'second.txt', content: 'second tells of tides and harbour lights', contentType: 'text/plain' }]);
+      const socket = net.connect((app.server.address() as AddressInfo).port, '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      let answer = '';
+      socket.on('data', (chunk) => { answer += chunk.toString('latin1'); });
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      t.teardown(() => socket.destroy());
+      const touched = async () => (await services.sql<{ at: string }>('select updated_at::text as at from upload_sessions where id = ?', [id]))[0]!.at;
+      const touchedBefore = await touched();
+      socket.write([
+        `PUT /v1/collections/sessions/uploads/${id}/files HTTP/1.1`, 'Host: 127.0.0.1', `Cookie: ${admin.cookie}`,
+        `Content-Type: ${body.headers['content-type']}`, `Content-Length: ${body.payload.length}`, 'Connection: close', '', '',
+      ].join('\r\n'));
+      socket.write(body.payload.subarray(0, 20));
+      for (let waited = 0; waited < 5_000 && await touched() === touchedBefore; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      // The completion has read what it reads before its claim, which this share lock holds up; the
+      // file's last bytes arrive then, and its statements run until one waits for the lock too.
+      await other.query('begin');
+      await other.query('select id from upload_sessions where id = $1 for share', [id]);
+      const completion = app.inject({ method: 'POST', url: `/v1/collections/sessions/uploads/${id}/complete`, headers: admin });
+      await waitUntilBlockedBy(services.sql, otherPid);
+      socket.write(body.payload.subarray(20));
+      await waitUntilLockWaits(services.sql, 2);
+      await other.query('commit');
+      const completed = await completion;
+      t.equal(completed.statusCode, 202, completed.body);
+      await closed;
+      const filenames = completed.json().documents.map((document: { filename: string }) => document.filename).sort();
+      if (/^HTTP\/1\.1 200 /.test(answer)) t.same(filenames, ['first.txt', 'second.txt'], 'the file taken is in the completion');
+      else {
+        t.match(answer, /^HTTP\/1\.1 409 /, 'or the file is refused');
+        t.same(filenames, ['first.txt']);
+      }
+      const [orphans] = await services.sql<{ count: number }>('select count(*)::int as count from upload_session_files where session_id = ? and document_id is null', [id]);
+      t.equal(orphans!.count, 0, 'every file of the session is a document');
     });
   });
 }
