@@ -2,7 +2,7 @@ import type { CollectionRecord } from '../db/entities/index.js';
 import { documentCountsByStatus } from '../documents/documents.service.js';
 import type { SqlRunner } from '../plugins.js';
 import type { SearchIndexes } from '../search/search-indexes.js';
-import { mostAskedQueries, mostAskedZeroResultQueries } from '../search/query-daily-texts.js';
+import { mostAskedQueryLists } from '../search/query-daily-texts.js';
 import { utcDay, utcDayWindowStart } from '../usage/utc-day-window.js';
 
 export async function collectionStats(sql: SqlRunner, indexes: SearchIndexes, collection: CollectionRecord) {
@@ -57,8 +57,7 @@ export async function collectionAnalytics(sql: SqlRunner, collection: Collection
     `select to_char(day, 'YYYY-MM-DD') as day, queries, latency_ms_sum as latency
      from query_daily_totals where collection_id = ? and day >= ?::date order by day`, [collection.id, firstDay],
   );
-  const top = await mostAskedQueries(sql, collection.id, firstDay);
-  const zero = await mostAskedZeroResultQueries(sql, collection.id, firstDay);
+  const lists = await mostAskedQueryLists(sql, collection.id, firstDay);
   const total = Number(summary?.total ?? 0);
   const round = (value: number | null | undefined) => Math.round((value ?? 0) * 100) / 100;
   return {
@@ -71,7 +70,7 @@ export async function collectionAnalytics(sql: SqlRunner, collection: Collection
     queries_per_day: perDay.map((row) => ({
       date: `${row.day}T00:00:00.000Z`, queries: Number(row.queries), avg_latency_ms: round(Number(row.latency) / Number(row.queries)),
     })),
-    top_queries: top,
-    zero_result_queries: zero,
+    top_queries: lists.top,
+    zero_result_queries: lists.zeroResult,
   };
 }
