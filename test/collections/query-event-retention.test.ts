@@ -75,6 +75,12 @@ for (const backend of testBackends()) {
     const short = (await app.inject({ url: '/v1/collections/harbour/analytics?window_days=2', headers: admin })).json();
     t.match(short, { queries_total: 1 });
     t.same(short.top_queries.map((row: { query: string }) => row.query), ['pilot boarding'], 'the lists cover the window');
+
+    // Today "Pilot Boarding" is asked 3 times, once with no result; "pilot boarding" twice, both with none.
+    await recordQueries(services, id, [['Pilot  Boarding', 1], ['Pilot Boarding', 1], ['Pilot Boarding', 0], ['pilot boarding', 0]], new Date());
+    const today = (await app.inject({ url: '/v1/collections/harbour/analytics?window_days=1', headers: admin })).json();
+    t.same(today.top_queries.map((row: { query: string; count: number }) => [row.query, row.count]), [['Pilot Boarding', 5]], 'a query is shown in the form asked most often');
+    t.same(today.zero_result_queries, [{ query: 'pilot boarding', count: 3 }], 'its zero-result count in the form asked most often with no result');
   });
 
   t.test(`${backend}: analytics windows are UTC days, today included; a retention of 0 keeps every event`, async (t) => {
