@@ -1,6 +1,6 @@
 /**
  * Analytics' top and zero-result query lists (`GET /v1/collections/{name}/analytics`) over a busy
- * collection: `events` queries (1,000,000 by default) spread evenly over the last 29 days, their texts
+ * collection: `events` queries (1,000,000 by default) spread evenly over the last `days` (29 by default), their texts
  * drawn from 200,000 with a skew (text n ~ 200,000 × u³), 1 in 11 with no result. They are recorded
  * by the service's own recorder, 10,000 a statement, as the query path records them; then the
  * hourly sweep runs once (it cuts the past days to their most asked texts, query-daily-texts.ts,
@@ -9,7 +9,7 @@
  * of the window) on the same events, and `top_20_as_exact` says how many of the API's top 20 have
  * the text and count the events give.
  *
- * Run: npx tsx bench/analytics/query-lists.ts [events=1000000]
+ * Run: npx tsx bench/analytics/query-lists.ts [events=1000000] [days=29]
  * DATABASE_URL: PostgreSQL (that database is dropped and recreated); else the embedded database in
  * a temporary directory. Writes bench/results/analytics-query-lists-<pglite|postgresql>.json
  * (BENCH_OUT overrides).
@@ -33,7 +33,7 @@ const databaseUrl = process.env.DATABASE_URL;
 const database = databaseUrl ? 'postgresql' : 'pglite';
 const out = process.env.BENCH_OUT ?? path.join(root, `bench/results/analytics-query-lists-${database}.json`);
 const DISTINCT_TEXTS = 200_000;
-const DAYS = 29;
+const DAYS = Number(process.argv[3] ?? 29);
 const EVENTS_A_STATEMENT = 10_000;
 const REQUESTS = 10;
 const DAY_MS = 86_400_000;
