@@ -95,10 +95,11 @@ export async function compactPastQueryDays(sql: SqlRunner, today: string): Promi
 
 /** Deletes the texts of the days before `firstKeptDay` (YYYY-MM-DD); returns how many rows. */
 export async function deleteQueryTextsBefore(sql: SqlRunner, firstKeptDay: string): Promise<number> {
-  // Through the totals, one per collection and day, so each day's texts are found by their key.
+  // Collection by collection, so each one's old days are a range of the key: through the daily
+  // totals (kept for good) the lookups grew by one a collection a day.
   const rows = await sql<{ day: string }>(
-    `delete from query_daily_texts as texts using query_daily_totals as totals
-      where totals.day < ?::date and texts.collection_id = totals.collection_id and texts.day = totals.day
+    `delete from query_daily_texts as texts using collections
+      where texts.collection_id = collections.id and texts.day < ?::date
       returning texts.day`, [firstKeptDay],
   );
   return rows.length;
