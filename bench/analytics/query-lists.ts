@@ -7,7 +7,8 @@
  * and is timed), and the analytics of a 30-day and a 1-day window are asked through the API.
  * `events_path_ms` times the statements the lists ran before 2026-12-01 (grouping every query event
  * of the window) on the same events, and `top_20_as_exact` says how many of the API's top 20 have
- * the text and count the events give.
+ * the text and count the events give. `stats_median_ms` times `GET /v1/stats`, which counts the last
+ * 24 hours' query events.
  *
  * Run: npx tsx bench/analytics/query-lists.ts [events=1000000] [days=29]
  * DATABASE_URL: PostgreSQL (that database is dropped and recreated); else the embedded database in
@@ -105,6 +106,14 @@ for (const windowDays of [30, 1]) {
   if (windowDays === 30) topOf30 = answer!.top_queries;
 }
 
+// GET /v1/stats counts the last 24 hours' query events (queries_last_24h) with the rest of its figures.
+const statsTimes: number[] = [];
+for (let request = 0; request < REQUESTS; request++) {
+  const started = performance.now();
+  await callService(baseUrl, key, '/v1/stats');
+  statsTimes.push(performance.now() - started);
+}
+
 log('timing the lists over the query events, as before');
 const since = new Date(Math.floor(now / DAY_MS) * DAY_MS - 29 * DAY_MS).toISOString();
 const eventsTimes: number[] = [];
@@ -129,5 +138,6 @@ await writeResult(out, {
   sweep_ms: Math.round(sweepMs), text_rows_cut: swept.query_texts, text_rows_left: texts!.rows, text_rows_today: texts!.today,
   api: windows,
   events_path_ms: round1(median(eventsTimes)),
+  stats_median_ms: round1(median(statsTimes)),
   top_20_as_exact: topAsExact,
 });
