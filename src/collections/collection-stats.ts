@@ -70,7 +70,7 @@ export async function collectionAnalytics(sql: SqlRunner, collection: Collection
     queries_per_day: perDay.map((row) => ({
       date: `${row.day}T00:00:00.000Z`, queries: Number(row.queries), avg_latency_ms: round(Number(row.latency) / Number(row.queries)),
     })),
-    top_queries: lists.top,
+    top_queries: lists.top.map((listed) => ({ ...listed, avg_results: round(listed.avg_results) })),
     zero_result_queries: lists.zeroResult,
   };
 }

@@ -5,6 +5,7 @@ import { page, PageQuery } from '../http/pagination.js';
 import { scope } from '../http/route-access.js';
 import { truncateCollection } from '../documents/document-removal.js';
 import type { AppServices } from '../services.js';
+import { WindowDays } from '../usage/utc-day-window.js';
 import { recordAudit } from '../audit/audit.service.js';
 import { CollectionCreateBody, CollectionUpdateBody, CollectionUpdateFields } from './collection-input.js';
 import { CollectionAnalyticsView, CollectionList, CollectionStatsView, CollectionView, TruncateResult } from './collection-response-schemas.js';
@@ -15,7 +16,7 @@ import {
 
 export const NameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }) });
 const ListQuery = Type.Object({ ...PageQuery.properties, name: Type.Optional(Type.String({ maxLength: 64 })) });
-const WindowQuery = Type.Object({ window_days: Type.Integer({ minimum: 1, maximum: 365, default: 30 }) });
+const WindowQuery = Type.Object({ window_days: WindowDays });
 
 export const collectionRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
   const { db, collectionDependencies: deps } = services;

@@ -1,7 +1,7 @@
 import { PeriodicWriter } from '../db/periodic-writer.js';
 import type { SqlRunner } from '../plugins.js';
-import { embeddingCostUsd } from './rate-card.js';
 import { utcDay } from '../usage/utc-day-window.js';
+import { embeddingCostUsd } from './rate-card.js';
 
 export interface EmbeddingUsageEntry {
   collectionId: string;

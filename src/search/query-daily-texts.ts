@@ -1,4 +1,5 @@
 import type { SqlRunner } from '../plugins.js';
+import { LONGEST_WINDOW_DAYS } from '../usage/utc-day-window.js';
 
 /**
  * A past day keeps, per collection, the texts of its 500 most asked queries and of its 500 most
@@ -9,8 +10,8 @@ import type { SqlRunner } from '../plugins.js';
  */
 export const QUERY_TEXTS_KEPT_PER_DAY = 500;
 
-/** The longest analytics window (spec 8): older days' texts are never read. */
-export const QUERY_TEXTS_KEPT_DAYS = 365;
+/** The longest analytics window: older days' texts are never read. */
+export const QUERY_TEXTS_KEPT_DAYS = LONGEST_WINDOW_DAYS;
 
 /** The texts of how many queries a list shows. */
 const LISTED_QUERIES = 20;
@@ -27,7 +28,7 @@ export interface QueryLists {
 
 /**
  * The most asked queries of a collection from `firstDay` (YYYY-MM-DD), with their average result
- * count, and those most often answered with nothing. Texts that differ in case only are one query
+ * count (unrounded), and those most often answered with nothing. Texts that differ in case only are one query
  * ("koala", "Koala"), shown in the form asked most often (for the second list, most often with no
  * result). One statement: the window's texts are summed once for both lists and a form is looked
  * for only for the queries listed, instead of each list sorting every text of the window by its
@@ -54,7 +55,7 @@ export async function mostAskedQueryLists(sql: SqlRunner, collectionId: string, 
   );
   const lists: QueryLists = { top: [], zeroResult: [] };
   for (const row of rows) {
-    if (row.list === 'top') lists.top.push({ query: row.query, count: Number(row.count), avg_results: Math.round((row.avg_results ?? 0) * 100) / 100 });
+    if (row.list === 'top') lists.top.push({ query: row.query, count: Number(row.count), avg_results: row.avg_results ?? 0 });
     else lists.zeroResult.push({ query: row.query, count: Number(row.count) });
   }
   return lists;
@@ -97,10 +98,12 @@ export async function compactPastQueryDays(sql: SqlRunner, today: string): Promi
 export async function deleteQueryTextsBefore(sql: SqlRunner, firstKeptDay: string): Promise<number> {
   // Collection by collection, so each one's old days are a range of the key: through the daily
   // totals (kept for good) the lookups grew by one a collection a day.
-  const rows = await sql<{ day: string }>(
-    `delete from query_daily_texts as texts using collections
-      where texts.collection_id = collections.id and texts.day < ?::date
-      returning texts.day`, [firstKeptDay],
+  const [result] = await sql<{ deleted: string | number }>(
+    `with removed as (
+       delete from query_daily_texts as texts using collections
+        where texts.collection_id = collections.id and texts.day < ?::date returning 1
+     )
+     select count(*) as deleted from removed`, [firstKeptDay],
   );
-  return rows.length;
+  return Number(result?.deleted ?? 0);
 }

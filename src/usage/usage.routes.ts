@@ -7,9 +7,9 @@ import { scope } from '../http/route-access.js';
 import type { AppServices } from '../services.js';
 import { usageReport } from './usage-report.js';
 import { UsageReport } from './usage-response-schema.js';
+import { WindowDays } from './utc-day-window.js';
 
-/** Spec 8: `window_days` is an integer from 1 to 365, 30 by default. */
-const WindowQuery = Type.Object({ window_days: Type.Integer({ minimum: 1, maximum: 365, default: 30 }) }, { additionalProperties: false });
+const WindowQuery = Type.Object({ window_days: WindowDays }, { additionalProperties: false });
 
 /** The usage report (spec 2.9, 4.4): sessions, or keys with `audit:read`. */
 export const usageRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {

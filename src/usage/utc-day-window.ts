@@ -1,4 +1,10 @@
+import { Type } from 'typebox';
+
 export const DAY_MS = 86_400_000;
+
+/** Spec 8: `window_days` is an integer from 1 to 365, 30 by default (analytics and the usage report). */
+export const LONGEST_WINDOW_DAYS = 365;
+export const WindowDays = Type.Integer({ minimum: 1, maximum: LONGEST_WINDOW_DAYS, default: 30 });
 
 /**
  * The first moment of a window of `windowDays` UTC days ending with today (today included), the

@@ -4,11 +4,12 @@
  * is a 409 saying so. Sessions given files since, completing ones and the expiry's 0 are left alone.
  */
 import { existsSync, readdirSync } from 'node:fs';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
 import { assertError } from '../support/assertions.js';
+import { startStreamedRequest } from '../support/streamed-request.js';
 import { buildTestApp, multipartUpload, setupAdmin, testBackends } from '../support/test-app.js';
 
 const HOUR_MS = 3_600_000;
@@ -94,21 +95,13 @@ t.test('a session whose upload is streaming when it would expire stays open and 
   await api.ctx.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = api.ctx.app.server.address() as AddressInfo;
   const body = multipartUpload([{ filename: 'slow.txt', content: 'tide gauge readings '.repeat(5_000), contentType: 'text/plain' }]);
-  const socket = net.connect(port, '127.0.0.1');
-  await new Promise((resolve) => socket.once('connect', resolve));
-  let answer = '';
-  socket.on('data', (chunk) => { answer += chunk.toString('latin1'); });
-  socket.write([
-    `PUT /v1/collections/drafts/uploads/${session.id}/files HTTP/1.1`, 'Host: 127.0.0.1', `Cookie: ${api.cookie}`,
-    `Content-Type: ${body.headers['content-type']}`, `Content-Length: ${body.payload.length}`, 'Connection: close', '', '',
-  ].join('\r\n'));
-  socket.write(body.payload.subarray(0, 1_000));
+  const upload = await startStreamedRequest(port, {
+    method: 'PUT', url: `/v1/collections/drafts/uploads/${session.id}/files`, headers: { Cookie: api.cookie, 'Content-Type': body.headers['content-type'] },
+  }, body.payload, 1_000);
+  t.teardown(() => upload.destroy());
   // The request has reached the route (its first bytes are stored) when the expiry runs an hour later.
   for (let waited = 0; waited < 5_000 && Date.parse((await api.get(session.id)).updated_at) < Date.now() - HOUR_MS; waited += 20) await sleep(20);
   t.equal(await api.ctx.services.uploadSessionExpiry.expireIdle(new Date(Date.now() + 0.5 * HOUR_MS)), 0, 'the upload under way counts as activity');
-  // Written, not ended: a half-closed socket is a client that hung up.
-  socket.write(body.payload.subarray(1_000));
-  await new Promise((resolve) => socket.once('close', resolve));
-  t.match(answer, /^HTTP\/1\.1 200 /, 'the file is taken');
+  t.match(await upload.finish(), /^HTTP\/1\.1 200 /, 'the file is taken');
   t.match(await api.get(session.id), { status: 'open', expired: false, file_count: 1 });
 });

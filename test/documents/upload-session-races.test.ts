@@ -8,12 +8,12 @@
  * And a file added as the session is completed is either in the completion or refused; it was
  * answered 200 and never ingested.
  */
-import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import t from 'tap';
 import { assertError } from '../support/assertions.js';
 import { waitUntilBlockedBy, waitUntilLockWaits } from '../support/lock-waits.js';
+import { startStreamedRequest } from '../support/streamed-request.js';
 import { adminTestApp, createTestCollection, multipartUpload } from '../support/test-app.js';
 
 if (!process.env.TEST_DATABASE_URL) {
@@ -62,19 +62,12 @@ if (!process.env.TEST_DATABASE_URL) {
       // The second file's request reaches the route (the session is marked active) and waits for its last bytes.
       await app.listen({ port: 0, host: '127.0.0.1' });
       const body = multipartUpload([{ filename: 'second.txt', content: 'second tells of tides and harbour lights', contentType: 'text/plain' }]);
-      const socket = net.connect((app.server.address() as AddressInfo).port, '127.0.0.1');
-      await new Promise((resolve) => socket.once('connect', resolve));
-      let answer = '';
-      socket.on('data', (chunk) => { answer += chunk.toString('latin1'); });
-      const closed = new Promise((resolve) => socket.once('close', resolve));
-      t.teardown(() => socket.destroy());
       const touched = async () => (await services.sql<{ at: string }>('select updated_at::text as at from upload_sessions where id = ?', [id]))[0]!.at;
       const touchedBefore = await touched();
-      socket.write([
-        `PUT /v1/collections/sessions/uploads/${id}/files HTTP/1.1`, 'Host: 127.0.0.1', `Cookie: ${admin.cookie}`,
-        `Content-Type: ${body.headers['content-type']}`, `Content-Length: ${body.payload.length}`, 'Connection: close', '', '',
-      ].join('\r\n'));
-      socket.write(body.payload.subarray(0, 20));
+      const upload = await startStreamedRequest((app.server.address() as AddressInfo).port, {
+        method: 'PUT', url: `/v1/collections/sessions/uploads/${id}/files`, headers: { Cookie: admin.cookie, 'Content-Type': body.headers['content-type'] },
+      }, body.payload, 20);
+      t.teardown(() => upload.destroy());
       for (let waited = 0; waited < 5_000 && await touched() === touchedBefore; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
       // The completion has read what it reads before its claim, which this share lock holds up; the
       // file's last bytes arrive then, and its statements run until one waits for the lock too.
@@ -82,12 +75,12 @@ if (!process.env.TEST_DATABASE_URL) {
       await other.query('select id from upload_sessions where id = $1 for share', [id]);
       const completion = app.inject({ method: 'POST', url: `/v1/collections/sessions/uploads/${id}/complete`, headers: admin });
       await waitUntilBlockedBy(services.sql, otherPid);
-      socket.write(body.payload.subarray(20));
+      const uploaded = upload.finish();
       await waitUntilLockWaits(services.sql, 2);
       await other.query('commit');
       const completed = await completion;
       t.equal(completed.statusCode, 202, completed.body);
-      await closed;
+      const answer = await uploaded;
       const filenames = completed.json().documents.map((document: { filename: string }) => document.filename).sort();
       if (/^HTTP\/1\.1 200 /.test(answer)) t.same(filenames, ['first.txt', 'second.txt'], 'the file taken is in the completion');
       else {
