@@ -7,8 +7,9 @@
  * and is timed), and the analytics of a 30-day and a 1-day window are asked through the API.
  * `events_path_ms` times the statements the lists ran before 2026-12-01 (grouping every query event
  * of the window) on the same events, and `top_20_as_exact` says how many of the API's top 20 have
- * the text and count the events give. `stats_median_ms` times `GET /v1/stats`, which counts the last
- * 24 hours' query events.
+ * the text and count the events give. `stats_median_ms` times `GET /v1/stats`, whose
+ * `queries_last_24h` sums hourly counts and counts the events of one hour (migration 0025; it counted
+ * every event of the last 24 hours before 2026-12-01).
  *
  * Run: npx tsx bench/analytics/query-lists.ts [events=1000000] [days=29]
  * DATABASE_URL: PostgreSQL (that database is dropped and recreated); else the embedded database in
@@ -106,7 +107,7 @@ for (const windowDays of [30, 1]) {
   if (windowDays === 30) topOf30 = answer!.top_queries;
 }
 
-// GET /v1/stats counts the last 24 hours' query events (queries_last_24h) with the rest of its figures.
+// GET /v1/stats counts the queries of the last 24 hours (queries_last_24h) with the rest of its figures.
 const statsTimes: number[] = [];
 for (let request = 0; request < REQUESTS; request++) {
   const started = performance.now();

@@ -7,7 +7,11 @@ import { EmbeddingModelList, InstanceStatsView } from './collection-response-sch
 import { instanceStats } from './instance-stats.js';
 
 export const instanceStatsRoutes: FastifyPluginAsyncTypebox<{ services: AppServices }> = async (app, { services }) => {
-  app.get('/v1/stats', { config: { ...ANY_UNPINNED_CALLER, openapi: { response: InstanceStatsView } }, schema: { tags: ['stats'], summary: 'Instance-wide statistics (refused for pinned keys)' } }, async () => instanceStats(services));
+  app.get('/v1/stats', { config: { ...ANY_UNPINNED_CALLER, openapi: { response: InstanceStatsView } }, schema: { tags: ['stats'], summary: 'Instance-wide statistics (refused for pinned keys)' } }, async () => {
+    // As analytics and the usage report do: a query answered a moment ago counts.
+    await services.queryRuntime.events.flushBeforeRead();
+    return instanceStats(services);
+  });
 
   app.get('/v1/embeddings/models', {
     config: { ...ANY_CALLER, openapi: { response: EmbeddingModelList } },

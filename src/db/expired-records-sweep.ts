@@ -16,6 +16,8 @@ const BATCH_ROWS = { query_events: 5_000, other: 1_000 } as const;
 
 /** Finished ingestion jobs are kept this long after they finished, for an operator looking into one. */
 const FINISHED_JOBS_KEPT_MS = DAY_MS;
+/** Hourly query counts are read for the last 24 hours only (instance-stats.ts); a second day is margin. */
+const QUERY_HOURS_KEPT_MS = 2 * DAY_MS;
 
 export interface SweptRecords {
   sessions: number;
@@ -23,6 +25,7 @@ export interface SweptRecords {
   finished_jobs: number;
   query_events: number;
   query_texts: number;
+  query_hours: number;
 }
 
 /**
@@ -34,7 +37,8 @@ export interface SweptRecords {
  * - query events older than `queryEventsRetentionDays` (0: kept). Nothing reads them for analytics:
  *   their counts stay in the daily totals and the daily counts of each text (query-events.ts);
  * - the daily counts of query texts beyond each past day's most asked, and all of them after the
- *   longest analytics window (query-daily-texts.ts).
+ *   longest analytics window (query-daily-texts.ts);
+ * - hourly query counts older than two days.
  * None was deleted before 2026-12-01 (an expired session was refused, a record replaced only when
  * its key came again), so every login, every request with an `Idempotency-Key` (with its whole
  * response), every document ever ingested or reprocessed and every query (290 bytes with its
@@ -70,7 +74,17 @@ export class ExpiredRecordsSweep {
         : 0,
       query_texts: await compactPastQueryDays(this.sql, utcDay(now))
         + await deleteQueryTextsBefore(this.sql, utcDay(utcDayWindowStart(QUERY_TEXTS_KEPT_DAYS, now))),
+      query_hours: await this.deleteQueryHoursBefore(ago(QUERY_HOURS_KEPT_MS)),
     };
+  }
+
+  /** A few rows a collection (two days' hours): one statement. */
+  private async deleteQueryHoursBefore(before: Date): Promise<number> {
+    const [result] = await this.sql<{ deleted: string | number }>(
+      'with removed as (delete from query_hourly_totals where hour < ?::timestamptz returning 1) select count(*) as deleted from removed',
+      [before.toISOString()],
+    );
+    return Number(result?.deleted ?? 0);
   }
 
   private async deleteInBatches(table: 'sessions' | 'idempotency_records' | 'jobs' | 'query_events', expired: string, before: Date): Promise<number> {

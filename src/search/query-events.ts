@@ -27,7 +27,8 @@ const MAX_PENDING_EVENTS = 10_000;
  * Records queries for analytics without a write on the query path: events are buffered and
  * inserted together once a second (and before analytics are read, and at shutdown), and added in
  * the same statement to their collection's totals of the day (migration 0021) and to the day's
- * count of their text (query-daily-texts.ts), which analytics read. The events themselves are
+ * count of their text (query-daily-texts.ts), which analytics read, and to the hour's count
+ * (migration 0025), which `GET /v1/stats` reads. The events themselves are
  * deleted after `QUERY_EVENTS_RETENTION_DAYS` (expired-records-sweep.ts); a late event of a day
  * already cut to its most asked texts marks it to be cut again.
  */
@@ -72,6 +73,10 @@ export class QueryEventRecorder extends PeriodicWriter {
            on conflict (collection_id, day, query_hash) do update set
              queries = texts.queries + excluded.queries, result_count_sum = texts.result_count_sum + excluded.result_count_sum,
              zero_result_queries = texts.zero_result_queries + excluded.zero_result_queries
+         ), hours as (
+           insert into query_hourly_totals as hours (collection_id, hour, queries)
+           select collection_id, date_trunc('hour', created_at, 'UTC'), count(*) from recorded group by 1, 2
+           on conflict (collection_id, hour) do update set queries = hours.queries + excluded.queries
          )
          insert into query_daily_totals as totals (collection_id, day, queries, latency_ms_sum, zero_result_queries, cached_queries)
          select collection_id, (created_at at time zone 'UTC')::date, count(*), sum(latency_ms),

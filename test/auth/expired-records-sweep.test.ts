@@ -33,7 +33,7 @@ for (const backend of testBackends()) {
       if (left!.count === 0) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    t.same(await services.expiredRecordsSweep.sweep(), { sessions: 0, idempotency_records: 0, finished_jobs: 0, query_events: 0, query_texts: 0 }, 'the round at start deleted everything expired');
+    t.same(await services.expiredRecordsSweep.sweep(), { sessions: 0, idempotency_records: 0, finished_jobs: 0, query_events: 0, query_texts: 0, query_hours: 0 }, 'the round at start deleted everything expired');
     const [sessions] = await services.sql<{ count: number }>('select count(*)::int as count from sessions');
     t.equal(sessions!.count, 1, 'the expired session is gone, the live one kept');
     t.equal((await app.inject({ url: '/v1/auth/me', headers: admin })).statusCode, 200, 'the live session still works');
@@ -53,7 +53,7 @@ for (const backend of testBackends()) {
          from (values ('done', interval '2 days'), ('failed', interval '25 hours'), ('done', interval '23 hours'), ('queued', interval '3 days'))
            as j(status, age)`,
     );
-    t.same(await services.expiredRecordsSweep.sweep(), { sessions: 0, idempotency_records: 0, finished_jobs: 2, query_events: 0, query_texts: 0 });
+    t.same(await services.expiredRecordsSweep.sweep(), { sessions: 0, idempotency_records: 0, finished_jobs: 2, query_events: 0, query_texts: 0, query_hours: 0 });
     const jobs = await services.sql<{ status: string }>('select status from jobs where document_id is null order by status');
     t.same(jobs.map((job) => job.status), ['done', 'queued'], 'the job done 23 hours ago and the queued one are kept');
   });

@@ -31,30 +31,36 @@ for (const backend of testBackends()) {
     t.same(recorded.map((row) => row.name), migrationNames, 'every migration ran, in order');
     t.same(await pendingMigrations(fresh.orm), []);
 
-    const latest = migrationNames.slice(-4);
-    t.same(latest, ['0021-query-daily-totals', '0022-embedding-cache-age-index', '0023-upload-session-expiry', '0024-query-daily-texts'],
-      'this test undoes the four latest migrations by hand; a new one needs its own undo here');
+    const latest = migrationNames.slice(-5);
+    t.same(latest, ['0021-query-daily-totals', '0022-embedding-cache-age-index', '0023-upload-session-expiry', '0024-query-daily-texts', '0025-query-hourly-totals'],
+      'this test undoes the five latest migrations by hand; a new one needs its own undo here');
+    await connection.execute('drop table query_hourly_totals');
     await connection.execute('drop table query_daily_texts');
     await connection.execute('drop table query_daily_totals');
     await connection.execute('drop index query_events_created_index');
     await connection.execute('drop index embedding_cache_created_index');
     await connection.execute('drop index upload_sessions_open_index');
     await connection.execute('alter table upload_sessions drop column expired');
-    await connection.execute('delete from schema_migrations where name in (?, ?, ?, ?)', latest);
+    await connection.execute('delete from schema_migrations where name in (?, ?, ?, ?, ?)', latest);
     // Events recorded before the migration: its totals start from them.
-    const collectionId = randomUUID();
-    await connection.execute(
-      `insert into collections (id, name, embedding_provider, embedding_model, dimension, chunk_size, chunk_overlap,
-         chunk_strategy, default_top_k, default_min_score, default_search_mode, created_at, updated_at)
-       values (?, 'asked', 'local', 'local-hash-384', 384, 800, 100, 'recursive', 10, 0, 'hybrid', now(), now())`, [collectionId],
-    );
+    const [collectionId, recentCollectionId] = [randomUUID(), randomUUID()];
+    for (const [id, name] of [[collectionId, 'asked'], [recentCollectionId, 'asked-lately']]) {
+      await connection.execute(
+        `insert into collections (id, name, embedding_provider, embedding_model, dimension, chunk_size, chunk_overlap,
+           chunk_strategy, default_top_k, default_min_score, default_search_mode, created_at, updated_at)
+         values (?, ?, 'local', 'local-hash-384', 384, 800, 100, 'recursive', 10, 0, 'hybrid', now(), now())`, [id, name],
+      );
+    }
+    const hourAgo = new Date(Date.now() - 3_600_000);
     const events = [
-      ['2026-11-02T23:59:00Z', 3, false, 'lighthouse'], ['2026-11-03T00:01:00Z', 0, true, ' lighthouse  beam'], ['2026-11-03T10:00:00Z', 0, false, 'lighthouse beam'],
+      [collectionId, '2026-11-02T23:59:00Z', 3, false, 'lighthouse'], [collectionId, '2026-11-03T00:01:00Z', 0, true, ' lighthouse  beam'],
+      [collectionId, '2026-11-03T10:00:00Z', 0, false, 'lighthouse beam'],
+      [recentCollectionId, hourAgo.toISOString(), 1, false, 'foghorn'], [recentCollectionId, hourAgo.toISOString(), 1, false, 'foghorn'],
     ] as const;
-    for (const [at, resultCount, cached, query] of events) {
+    for (const [id, at, resultCount, cached, query] of events) {
       await connection.execute(
         `insert into query_events (id, collection_id, query, search_mode, result_count, latency_ms, cached, created_at)
-         values (?, ?, ?, 'hybrid', ?, 2.5, ?, ?)`, [randomUUID(), collectionId, query, resultCount, cached, at],
+         values (?, ?, ?, 'hybrid', ?, 2.5, ?, ?)`, [randomUUID(), id, query, resultCount, cached, at],
       );
     }
     t.same(await pendingMigrations(fresh.orm), latest, 'the check sees the missing migrations');
@@ -93,6 +99,11 @@ for (const backend of testBackends()) {
       { day: '2026-11-02', query_text: 'lighthouse', queries: 1, result_count_sum: 3, zero_result_queries: 0 },
       { day: '2026-11-03', query_text: 'lighthouse beam', queries: 2, result_count_sum: 0, zero_result_queries: 2 },
     ], 'the daily counts of query texts start from them too (migration 0024), white space made one space');
+    const hours = await reopened.orm.em.getConnection().execute<Array<Record<string, unknown>>>(
+      'select collection_id, extract(epoch from hour)::bigint * 1000 as hour, queries::int from query_hourly_totals',
+    );
+    t.same(hours.map((row) => ({ ...row, hour: Number(row.hour) })), [{ collection_id: recentCollectionId, hour: Math.floor(hourAgo.getTime() / 3_600_000) * 3_600_000, queries: 2 }],
+      'the hourly counts start from the events of the last 25 hours (migration 0025)');
     const names = await reopened.orm.em.getConnection().execute<Array<{ name: string }>>('select name from schema_migrations');
     t.equal(names.length, migrationNames.length, 'and recorded it once, nothing run twice');
   });

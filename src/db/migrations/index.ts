@@ -32,6 +32,7 @@ export const migrationNames: readonly string[] = [
   '0022-embedding-cache-age-index',
   '0023-upload-session-expiry',
   '0024-query-daily-texts',
+  '0025-query-hourly-totals',
 ];
 
 export async function loadMigrations(): Promise<MigrationObject[]> {
