@@ -201,7 +201,7 @@ if (process.env.TEST_DATABASE_URL) {
     t.same(await packDueTerms(sql, packEveryChange), { packed: 1, skipped: 0 });
     await addChunks(sql, index, collectionId, harbour(41, 10));
 
-    // A deletion of packed postings, as sql-keyword-index.ts writes it, open while the term is packed again.
+    // A deletion of packed postings, as sql-keyword-writes.ts writes it, open while the term is packed again.
     const other = await transactionOnAnotherConnection(t, url);
     await other.query(
       `with removed as (delete from keyword_postings where collection_id = $1 and chunk_key = any($2::bigint[]) returning tenant, term, chunk_key, packed)

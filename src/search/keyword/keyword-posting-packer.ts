@@ -27,7 +27,7 @@
  *   lock or the snapshot: the batch is packed again term by term, and that term is skipped until
  *   the next round;
  * - a deletion that arrives while a row not packed is marked waits, then deletes the row marked
- *   packed and records the removal (sql-keyword-index.ts), which this transaction can no longer
+ *   packed and records the removal (sql-keyword-writes.ts), which this transaction can no longer
  *   erase;
  * - a removal recorded after the snapshot (a deletion of a row packed before) is not in the
  *   snapshot, so it is neither applied nor cleared: its key stays in the new value, and queries
@@ -44,7 +44,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { PeriodicRounds } from '../../concurrency/periodic-rounds.js';
 import type { SqlRunner } from '../../plugins.js';
 import { decodeKeys, encodedPostingBytes, encodedPostingSql, updatePackedPostings } from './encoded-postings.js';
-import { keywordWriteLockId } from './sql-keyword-index.js';
+import { keywordWriteLockId } from './sql-keyword-writes.js';
 
 export interface PackingSettings {
   /** Changes a term needs before it is packed at all. */
@@ -262,7 +262,7 @@ export async function packDueTerms(sql: SqlRunner, settings: PackingSettings = d
 
 /**
  * Changes whenever the index's postings do: each write or removal of postings changes its
- * partitions' `keyword_stats` rows in the same transaction (sql-keyword-index.ts), every time as a
+ * partitions' `keyword_stats` rows in the same transaction (sql-keyword-writes.ts), every time as a
  * new row version with its writer's transaction id (`xmin`), and drops the rows of partitions it
  * empties. Reading it costs a row per partition, against every posting for dueTerms.
  */
