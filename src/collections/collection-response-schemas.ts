@@ -96,7 +96,7 @@ export const CollectionStatsView = Type.Object({
 
 const QueryCount = { query: Type.String({ description: 'the form asked most often of queries alike but for case and white space' }), count: Type.Integer() };
 
-const TOP_LIST = 'at most 20; each past day counts its 500 most asked query texts (and its 500 most asked zero-result ones), today every text';
+const TOP_LIST = 'at most 20; each past day counts its 500 most asked query texts (and its 500 most asked zero-result ones), today every text; ties at the end of a list go by an internal key';
 
 /** `collectionAnalytics`: queries of the last `window_days` UTC days, today included. */
 export const CollectionAnalyticsView = Type.Object({

@@ -3,10 +3,11 @@ import { LONGEST_WINDOW_DAYS } from '../usage/utc-day-window.js';
 
 /**
  * A past day keeps, per collection, the texts of its 500 most asked queries and of its 500 most
- * asked zero-result queries. The lists over a window are then exact for every query that was among
- * them each day it was asked, which the 20 a list shows are unless a day's queries are spread over
- * more than 500 texts at least as frequent; what is cut is the long tail of texts asked once or
- * twice, the bulk of the rows. Today keeps every text, so its order is not decided early.
+ * asked zero-result queries (of the texts tied at the 500th most asked, those asked most on all
+ * the days kept). The lists over a window are then exact for every query that was among them each day it
+ * was asked, which the 20 a list shows are unless a day's queries are spread over more than 500
+ * texts at least as frequent; what is cut is the long tail of texts asked once or twice, the bulk
+ * of the rows. Today keeps every text, so its order is not decided early.
  */
 export const QUERY_TEXTS_KEPT_PER_DAY = 500;
 
@@ -30,28 +31,36 @@ export interface QueryLists {
  * The most asked queries of a collection from `firstDay` (YYYY-MM-DD), with their average result
  * count (unrounded), and those most often answered with nothing. Texts that differ in case only are one query
  * ("koala", "Koala"), shown in the form asked most often (for the second list, most often with no
- * result). One statement: the window's texts are summed once for both lists and a form is looked
- * for only for the queries listed, instead of each list sorting every text of the window by its
- * lower case to pick each one's form (441 → 263 ms for a month of a million queries on PostgreSQL,
- * bench/README.md, "Analytics' query lists").
+ * result). One statement: the window's texts are summed once by their folded key for both lists,
+ * and a form is looked for (through the folded key's index) only for the queries listed. Sums are
+ * float8 (exact to 2^53), as PostgreSQL sums bigint in numeric, several times slower. Grouped by
+ * `lower(query_text)` instead, a busy day's 179,000 texts took 1.0-1.2 s on the embedded database,
+ * now 0.43-0.56 s (bench/README.md, "Analytics' query lists"). Ties at a list's end go by folded
+ * key.
  */
 export async function mostAskedQueryLists(sql: SqlRunner, collectionId: string, firstDay: string): Promise<QueryLists> {
   const rows = await sql<{ list: 'top' | 'zero'; query: string; count: string | number; avg_results: number | null }>(
-    `with texts as (
-       select query_text, lower(query_text) as key, sum(queries) as queries, sum(result_count_sum) as results, sum(zero_result_queries) as zero
-         from query_daily_texts where collection_id = ? and day >= ?::date group by query_text
+    `with keys as (
+       select folded_hash, sum(queries::float8) as queries, sum(result_count_sum::float8) as results, sum(zero_result_queries::float8) as zero
+         from query_daily_texts where collection_id = ? and day >= ?::date group by folded_hash
      ), listed as (
-       (select 'top' as list, key, sum(queries) as count, sum(results)::float8 / sum(queries) as avg_results
-          from texts group by key order by count desc, key limit ${LISTED_QUERIES})
+       (select 'top' as list, folded_hash, queries as count, results / queries as avg_results
+          from keys order by queries desc, folded_hash limit ${LISTED_QUERIES})
        union all
-       (select 'zero' as list, key, sum(zero) as count, null::float8 as avg_results
-          from texts where zero > 0 group by key order by count desc, key limit ${LISTED_QUERIES})
+       (select 'zero' as list, folded_hash, zero as count, null::float8 as avg_results
+          from keys where zero > 0 order by zero desc, folded_hash limit ${LISTED_QUERIES})
+     ), forms as (
+       select folded_hash, query_text, sum(queries) as queries, sum(zero_result_queries) as zero
+         from query_daily_texts
+        where collection_id = ? and folded_hash = any(array(select folded_hash from listed)) and day >= ?::date
+        group by folded_hash, query_text
      ), shown as (
-       select distinct on (listed.list, listed.key) listed.list, texts.query_text as query, listed.count, listed.avg_results
-         from listed join texts on texts.key = listed.key and (listed.list = 'top' or texts.zero > 0)
-        order by listed.list, listed.key, case when listed.list = 'top' then texts.queries else texts.zero end desc, texts.query_text
+       select distinct on (listed.list, listed.folded_hash) listed.list, forms.query_text as query, listed.count, listed.avg_results
+         from listed join forms on forms.folded_hash = listed.folded_hash and (listed.list = 'top' or forms.zero > 0)
+        order by listed.list, listed.folded_hash, case when listed.list = 'top' then forms.queries else forms.zero end desc, forms.query_text
      )
-     select * from shown order by list, count desc, query`, [collectionId, firstDay],
+     select list, query, count::bigint as count, avg_results from shown order by list, count desc, query`,
+    [collectionId, firstDay, collectionId, firstDay],
   );
   const lists: QueryLists = { top: [], zeroResult: [] };
   for (const row of rows) {
@@ -62,9 +71,19 @@ export async function mostAskedQueryLists(sql: SqlRunner, collectionId: string, 
 }
 
 /**
+ * Texts tied at a day's 500th place that are ranked by how often they were asked on every day kept;
+ * beyond this many (a day of thousands of texts asked as often), by folded key alone, as each
+ * ranking is an index lookup.
+ */
+const TIED_TEXTS_RANKED = 5_000;
+
+/**
  * Cuts every day before `today` (YYYY-MM-DD) whose texts have not been cut yet down to its most asked
- * ones, one collection's day a statement; returns how many text rows it deleted. A day's totals are
- * marked as not cut again when a late event of that day is recorded (query-events.ts).
+ * ones, one collection's day a statement; returns how many text rows it deleted. Texts tied at the
+ * 500th place are kept in the order of how often they were asked on all the days kept, so that a
+ * query asked often on other days keeps its count of a quiet day (a day's first hour, say, when
+ * every text was asked once). A day's totals are marked as not cut again when a late event of that
+ * day is recorded (query-events.ts).
  */
 export async function compactPastQueryDays(sql: SqlRunner, today: string): Promise<number> {
   const days = await sql<{ collection_id: string; day: string }>(
@@ -75,19 +94,29 @@ export async function compactPastQueryDays(sql: SqlRunner, today: string): Promi
   for (const { collection_id: collectionId, day } of days) {
     const [result] = await sql<{ deleted: string | number }>(
       `with keys as (
-         select lower(query_text) as key, sum(queries) as queries, sum(zero_result_queries) as zero
-           from query_daily_texts where collection_id = ? and day = ?::date group by 1
+         select folded_hash, sum(queries::float8) as queries, sum(zero_result_queries::float8) as zero
+           from query_daily_texts where collection_id = ? and day = ?::date group by folded_hash
+       ), boundary as (
+         select coalesce((select queries from keys order by queries desc offset ${QUERY_TEXTS_KEPT_PER_DAY - 1} limit 1), 0) as queries
+       ), tied as (
+         select keys.folded_hash from keys, boundary where keys.queries = boundary.queries
        ), kept as (
-         (select key from keys order by queries desc, key limit ${QUERY_TEXTS_KEPT_PER_DAY})
-         union
-         (select key from keys where zero > 0 order by zero desc, key limit ${QUERY_TEXTS_KEPT_PER_DAY})
+         (select keys.folded_hash from keys, boundary where keys.queries > boundary.queries)
+         union all
+         (select tied.folded_hash from tied
+           order by case when (select count(*) from tied) <= ${TIED_TEXTS_RANKED} then
+                      (select sum(other.queries) from query_daily_texts other where other.collection_id = ? and other.folded_hash = tied.folded_hash)
+                    end desc nulls last, tied.folded_hash
+           limit ${QUERY_TEXTS_KEPT_PER_DAY} - (select count(*) from keys, boundary where keys.queries > boundary.queries))
+         union all
+         (select folded_hash from keys where zero > 0 order by zero desc, folded_hash limit ${QUERY_TEXTS_KEPT_PER_DAY})
        ), removed as (
-         delete from query_daily_texts where collection_id = ? and day = ?::date and lower(query_text) not in (select key from kept)
+         delete from query_daily_texts where collection_id = ? and day = ?::date and folded_hash not in (select folded_hash from kept)
          returning 1
        ), marked as (
          update query_daily_totals set texts_compacted = true where collection_id = ? and day = ?::date
        )
-       select count(*) as deleted from removed`, [collectionId, day, collectionId, day, collectionId, day],
+       select count(*) as deleted from removed`, [collectionId, day, collectionId, collectionId, day, collectionId, day],
     );
     deleted += Number(result?.deleted ?? 0);
   }

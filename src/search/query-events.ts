@@ -66,8 +66,9 @@ export class QueryEventRecorder extends PeriodicWriter {
            from input r where r.collection_id in (select id from live_collections)
            returning collection_id, query, result_count, latency_ms, cached, created_at
          ), texts as (
-           insert into query_daily_texts as texts (collection_id, day, query_hash, query_text, queries, result_count_sum, zero_result_queries)
-           select collection_id, day, md5(query_text)::uuid, query_text, count(*), sum(result_count), count(*) filter (where result_count = 0)
+           insert into query_daily_texts as texts (collection_id, day, query_hash, folded_hash, query_text, queries, result_count_sum, zero_result_queries)
+           select collection_id, day, md5(query_text)::uuid, md5(lower(query_text))::uuid, query_text, count(*), sum(result_count),
+                  count(*) filter (where result_count = 0)
              from (select collection_id, (created_at at time zone 'UTC')::date as day, ${QUERY_TEXT} as query_text, result_count from recorded) as asked
             group by collection_id, day, query_text
            on conflict (collection_id, day, query_hash) do update set

@@ -4,11 +4,14 @@
  * lists included) and the usage report still count the older queries. Analytics windows are UTC
  * days, today included.
  */
+import { createHash } from 'node:crypto';
 import t from 'tap';
 import { QUERY_TEXTS_KEPT_PER_DAY } from '../../src/search/query-daily-texts.js';
 import { adminTestApp, createTestCollection, testBackends, type TestApp } from '../support/test-app.js';
 
 const DAY_MS = 86_400_000;
+
+const md5 = (text: string) => createHash('md5').update(text).digest('hex');
 
 /** The UTC midnight `days` before today's, plus `offsetMs`. */
 function dayBefore(days: number, offsetMs = 0): Date {
@@ -119,7 +122,7 @@ for (const backend of testBackends()) {
     const { app, services, admin } = await adminTestApp(t, backend, { queryEventsRetentionDays: 0 });
     const { id } = await createTestCollection(app, admin, { name: 'port' });
     const pastDay = dayBefore(2, 3_600_000);
-    // More texts asked once than a past day keeps: the 'zz' one, last of them in order, had no result.
+    // More texts asked once than a past day keeps; 'zz rare miss' had no result.
     const tail = Array.from({ length: QUERY_TEXTS_KEPT_PER_DAY + 100 }, (_, n): [string, number] => [`tail ${String(n).padStart(4, '0')}`, 3]);
     const popular: Array<[string, number]> = [
       ...Array.from({ length: 5 }, (): [string, number] => ['popular one', 2]),
@@ -127,25 +130,33 @@ for (const backend of testBackends()) {
     ];
     await recordQueries(services, id, [...popular, ...tail, ['zz rare miss', 0]], pastDay);
     await recordQueries(services, id, tail, new Date());
+    // Tied with the rest of the tail on the past day, last of them by folded key, but asked more today:
+    // ranked by its asks on every day, the past day keeps it.
+    const [favoured] = tail.map(([query]) => query).filter((query) => query !== `tail ${QUERY_TEXTS_KEPT_PER_DAY + 99}`)
+      .sort((a, b) => md5(b.toLowerCase()).localeCompare(md5(a.toLowerCase())));
+    await recordQueries(services, id, [[favoured!, 3], [favoured!, 3], [favoured!, 3]], new Date());
     const keys = 2 + tail.length + 1;
     t.equal(await storedTextsOfDay(services, id, pastDay), keys + 1, 'a text is kept per form asked (white space apart): "Popular Two" and "popular two"');
 
     const swept = await services.expiredRecordsSweep.sweep();
-    // Kept: the 500 most asked (both popular queries, in three rows, and the first 498 of the tail by
-    // text) and the most asked zero-result one.
+    // Kept: the 500 most asked (both popular queries, in three rows, and 498 of the tail, ties going by
+    // asks on every day, then by folded key) and the most asked zero-result one.
     t.equal(swept.query_texts, keys - QUERY_TEXTS_KEPT_PER_DAY - 1, 'the past day\'s least asked texts are deleted');
     t.equal(await storedTextsOfDay(services, id, pastDay), QUERY_TEXTS_KEPT_PER_DAY + 2);
     t.equal(await storedTextsOfDay(services, id, new Date()), tail.length, 'today keeps every text');
     t.equal((await services.expiredRecordsSweep.sweep()).query_texts, 0, 'a day is cut once');
 
     const analytics = (await app.inject({ url: '/v1/collections/port/analytics', headers: admin })).json();
-    t.match(analytics, { queries_total: popular.length + 2 * tail.length + 1, zero_result_queries_total: 1 }, 'the totals count every query');
-    t.same(analytics.top_queries.slice(0, 3).map((row: { query: string; count: number; avg_results: number }) => [row.query, row.count, row.avg_results]),
-      [['popular one', 5, 2], ['popular two', 4, 4], ['tail 0000', 2, 3]], 'the most asked are counted in full, shown in the form asked most often');
-    t.equal(analytics.top_queries.length, 20);
+    t.match(analytics, { queries_total: popular.length + 2 * tail.length + 3 + 1, zero_result_queries_total: 1 }, 'the totals count every query');
+    const listed = analytics.top_queries.map((row: { query: string; count: number; avg_results: number }) => [row.query, row.count, row.avg_results]);
+    t.same(listed.slice(0, 3), [['popular one', 5, 2], [favoured, 5, 3], ['popular two', 4, 4]],
+      'the most asked are counted in full, shown in the form asked most often; the favoured tail text\'s past day counts');
+    t.equal(listed.length, 20);
+    t.same(listed.slice(3).filter(([query, count, results]: [string, number, number]) => /^tail \d{4}$/.test(query) && count === 2 && results === 3).length, 17,
+      'the rest are tail texts the past day kept, counted on both days');
     t.same(analytics.zero_result_queries, [{ query: 'zz rare miss', count: 1 }], 'a zero-result query is kept by its own list');
     const yesterday = (await app.inject({ url: '/v1/collections/port/analytics?window_days=1', headers: admin })).json();
-    t.equal(yesterday.top_queries[0].count, 1, 'today\'s counts alone in a one-day window');
+    t.same(yesterday.top_queries.slice(0, 2).map((row: { count: number }) => row.count), [4, 1], 'today\'s counts alone in a one-day window');
 
     // An event of the past day recorded late (a batch kept while the database was away) has it cut again.
     await recordQueries(services, id, [[`tail ${QUERY_TEXTS_KEPT_PER_DAY + 99}`, 3]], pastDay);

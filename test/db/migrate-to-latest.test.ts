@@ -31,9 +31,9 @@ for (const backend of testBackends()) {
     t.same(recorded.map((row) => row.name), migrationNames, 'every migration ran, in order');
     t.same(await pendingMigrations(fresh.orm), []);
 
-    const latest = migrationNames.slice(-5);
-    t.same(latest, ['0021-query-daily-totals', '0022-embedding-cache-age-index', '0023-upload-session-expiry', '0024-query-daily-texts', '0025-query-hourly-totals'],
-      'this test undoes the five latest migrations by hand; a new one needs its own undo here');
+    const latest = migrationNames.slice(-6);
+    t.same(latest, ['0021-query-daily-totals', '0022-embedding-cache-age-index', '0023-upload-session-expiry', '0024-query-daily-texts', '0025-query-hourly-totals',
+      '0026-query-text-folded-keys'], 'this test undoes the six latest migrations by hand; a new one needs its own undo here');
     await connection.execute('drop table query_hourly_totals');
     await connection.execute('drop table query_daily_texts');
     await connection.execute('drop table query_daily_totals');
@@ -41,7 +41,7 @@ for (const backend of testBackends()) {
     await connection.execute('drop index embedding_cache_created_index');
     await connection.execute('drop index upload_sessions_open_index');
     await connection.execute('alter table upload_sessions drop column expired');
-    await connection.execute('delete from schema_migrations where name in (?, ?, ?, ?, ?)', latest);
+    await connection.execute('delete from schema_migrations where name in (?, ?, ?, ?, ?, ?)', latest);
     // Events recorded before the migration: its totals start from them.
     const [collectionId, recentCollectionId] = [randomUUID(), randomUUID()];
     for (const [id, name] of [[collectionId, 'asked'], [recentCollectionId, 'asked-lately']]) {
@@ -99,6 +99,10 @@ for (const backend of testBackends()) {
       { day: '2026-11-02', query_text: 'lighthouse', queries: 1, result_count_sum: 3, zero_result_queries: 0 },
       { day: '2026-11-03', query_text: 'lighthouse beam', queries: 2, result_count_sum: 0, zero_result_queries: 2 },
     ], 'the daily counts of query texts start from them too (migration 0024), white space made one space');
+    const [folded] = await reopened.orm.em.getConnection().execute<Array<{ rows: number; keyed: number }>>(
+      'select count(*)::int as rows, count(*) filter (where folded_hash = md5(lower(query_text))::uuid)::int as keyed from query_daily_texts',
+    );
+    t.same(folded, { rows: 3, keyed: 3 }, 'each text is keyed by its lower case (migration 0026)');
     const hours = await reopened.orm.em.getConnection().execute<Array<Record<string, unknown>>>(
       'select collection_id, extract(epoch from hour)::bigint * 1000 as hour, queries::int from query_hourly_totals',
     );

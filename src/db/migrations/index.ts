@@ -33,6 +33,7 @@ export const migrationNames: readonly string[] = [
   '0023-upload-session-expiry',
   '0024-query-daily-texts',
   '0025-query-hourly-totals',
+  '0026-query-text-folded-keys',
 ];
 
 export async function loadMigrations(): Promise<MigrationObject[]> {
