@@ -22,19 +22,21 @@ const averageLatency = (stats: QueryStats | undefined) => (stats && stats.querie
  */
 export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, windowDays: number, onlyCollectionId?: string) {
   const since = utcDayWindowStart(windowDays);
+  // A pinned key's report reads its collection's rows only, not every chunk of the instance.
+  const only = onlyCollectionId ? { condition: 'collection_id = ?', params: [onlyCollectionId] } : { condition: 'true', params: [] };
   const collections = await sql<{ id: string; name: string; dimension: number }>(
-    `select id, name, dimension from collections ${onlyCollectionId ? 'where id = ?' : ''} order by name`, onlyCollectionId ? [onlyCollectionId] : [],
+    `select id, name, dimension from collections ${onlyCollectionId ? 'where id = ?' : ''} order by name`, only.params,
   );
   const documents = await sql<{ collection_id: string; documents: Count; bytes: Count }>(
-    'select collection_id, count(*) as documents, coalesce(sum(size_bytes), 0) as bytes from documents group by collection_id',
+    `select collection_id, count(*) as documents, coalesce(sum(size_bytes), 0) as bytes from documents where ${only.condition} group by collection_id`, only.params,
   );
   const chunks = await sql<{ collection_id: string; chunks: Count; bytes: Count }>(
-    'select collection_id, count(*) as chunks, coalesce(sum(octet_length(text)), 0) as bytes from chunks group by collection_id',
+    `select collection_id, count(*) as chunks, coalesce(sum(octet_length(text)), 0) as bytes from chunks where ${only.condition} group by collection_id`, only.params,
   );
   // The daily totals (migration 0021), kept after the events themselves are deleted.
   const queries = await sql<{ collection_id: string; day: string; queries: Count; latency: number | null }>(
     `select collection_id, to_char(day, 'YYYY-MM-DD') as day, queries, latency_ms_sum as latency
-     from query_daily_totals where day >= ?::date`, [utcDay(since)],
+     from query_daily_totals where day >= ?::date and ${only.condition}`, [utcDay(since), ...only.params],
   );
   const embedding = await ledger.since(since);
 
