@@ -4,10 +4,10 @@ import { LONGEST_WINDOW_DAYS } from '../usage/utc-day-window.js';
 /**
  * A past day keeps, per collection, the texts of its 500 most asked queries and of its 500 most
  * asked zero-result queries (of the texts tied at the 500th most asked, those asked most on all
- * the days kept). The lists over a window are then exact for every query that was among them each day it
- * was asked, which the 20 a list shows are unless a day's queries are spread over more than 500
- * texts at least as frequent; what is cut is the long tail of texts asked once or twice, the bulk
- * of the rows. Today keeps every text, so its order is not decided early.
+ * the days kept). The lists over a window are then exact for every query that was among them each
+ * day it was asked, which the 20 a list shows are unless a day's queries are spread over more than
+ * 500 texts at least as frequent; what is cut is the long tail of texts asked once or twice, the
+ * bulk of the rows. Today keeps every text, so its order is not decided early.
  */
 export const QUERY_TEXTS_KEPT_PER_DAY = 500;
 

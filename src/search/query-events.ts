@@ -28,9 +28,9 @@ const MAX_PENDING_EVENTS = 10_000;
  * inserted together once a second (and before analytics are read, and at shutdown), and added in
  * the same statement to their collection's totals of the day (migration 0021) and to the day's
  * count of their text (query-daily-texts.ts), which analytics read, and to the hour's count
- * (migration 0025), which `GET /v1/stats` reads. The events themselves are
- * deleted after `QUERY_EVENTS_RETENTION_DAYS` (expired-records-sweep.ts); a late event of a day
- * already cut to its most asked texts marks it to be cut again.
+ * (migration 0025), which `GET /v1/stats` reads. The events themselves are deleted after
+ * `QUERY_EVENTS_RETENTION_DAYS` (expired-records-sweep.ts); a late event of a day already cut to
+ * its most asked texts marks it to be cut again.
  */
 export class QueryEventRecorder extends PeriodicWriter {
   private buffer: QueryEvent[] = [];
