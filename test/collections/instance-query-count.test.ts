@@ -4,18 +4,15 @@
  * are deleted by their retention, without a deleted collection's queries.
  */
 import t from 'tap';
+import { recordQueries } from '../support/recorded-queries.js';
 import { adminTestApp, createTestCollection, testBackends, type TestApp } from '../support/test-app.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 
-/** Records `count` queries as the query path does, at `at`, and writes them. */
-async function recordQueries(services: TestApp['services'], collectionId: string, at: Date, count = 1): Promise<void> {
-  for (let index = 0; index < count; index++) {
-    services.queryRuntime.events.record({ collectionId, query: `query ${index}`, searchMode: 'hybrid', resultCount: 1, latencyMs: 3, cached: false, at });
-  }
-  await services.queryRuntime.events.flushBeforeRead();
-}
+/** `count` queries at `at`, recorded as the query path does. */
+const recordQueriesAt = (services: TestApp['services'], collectionId: string, at: Date, count = 1) =>
+  recordQueries(services, collectionId, Array.from({ length: count }, (_, index): [string, number] => [`query ${index}`, 1]), at);
 
 for (const backend of testBackends()) {
   t.test(`${backend}: queries of the last 24 hours are counted from hourly counts and the edge hour's events`, async (t) => {
@@ -30,11 +27,11 @@ for (const backend of testBackends()) {
 
     const dayStart = Date.now() - DAY_MS;
     const edgeHour = Math.floor(dayStart / HOUR_MS) * HOUR_MS;
-    await recordQueries(services, south.id, new Date(Date.now() - 50 * HOUR_MS));
+    await recordQueriesAt(services, south.id, new Date(Date.now() - 50 * HOUR_MS));
     // The hour the day starts in: its first moment is outside the day, a minute after the start inside.
-    await recordQueries(services, south.id, new Date(edgeHour));
-    await recordQueries(services, south.id, new Date(dayStart + 60_000));
-    await recordQueries(services, north.id, new Date(Date.now() - 12 * HOUR_MS), 3);
+    await recordQueriesAt(services, south.id, new Date(edgeHour));
+    await recordQueriesAt(services, south.id, new Date(dayStart + 60_000));
+    await recordQueriesAt(services, north.id, new Date(Date.now() - 12 * HOUR_MS), 3);
     const asked = await app.inject({ method: 'POST', url: '/v1/collections/south/query', headers: admin, payload: { query: 'tide tables', skip_cache: true } });
     t.equal(asked.statusCode, 200, asked.body);
     t.equal(await queriesLastDay(), 5, 'a minute into the day, three queries 12 hours ago and the one just answered');

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import t from 'tap';
 import { QUERY_TEXTS_KEPT_PER_DAY } from '../../src/search/query-daily-texts.js';
+import { recordQueries } from '../support/recorded-queries.js';
 import { adminTestApp, createTestCollection, testBackends, type TestApp } from '../support/test-app.js';
 
 const DAY_MS = 86_400_000;
@@ -18,19 +19,9 @@ function dayBefore(days: number, offsetMs = 0): Date {
   return new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS - days * DAY_MS + offsetMs);
 }
 
-/** Records a query as the query path does, at `at`, and writes it. */
-async function recordQuery(services: TestApp['services'], collectionId: string, query: string, at: Date, resultCount = 1): Promise<void> {
-  services.queryRuntime.events.record({ collectionId, query, searchMode: 'hybrid', resultCount, latencyMs: 4, cached: false, at });
-  await services.queryRuntime.events.flushBeforeRead();
-}
-
-/** Records each query of `queries` (text, result count) at `at`, as the query path does, and writes them together. */
-async function recordQueries(services: TestApp['services'], collectionId: string, queries: Array<[string, number]>, at: Date): Promise<void> {
-  for (const [query, resultCount] of queries) {
-    services.queryRuntime.events.record({ collectionId, query, searchMode: 'keyword', resultCount, latencyMs: 2, cached: false, at });
-  }
-  await services.queryRuntime.events.flushBeforeRead();
-}
+/** A query of 4 ms at `at`, recorded as the query path does. */
+const recordQuery = (services: TestApp['services'], collectionId: string, query: string, at: Date, resultCount = 1) =>
+  recordQueries(services, collectionId, [[query, resultCount]], at, 4);
 
 async function storedTextsOfDay(services: TestApp['services'], collectionId: string, day: Date): Promise<number> {
   const [row] = await services.sql<{ count: number }>(
