@@ -87,7 +87,7 @@ export interface AppServices {
   queryRuntime: QueryRuntime;
   /** Cancels open upload sessions idle past UPLOAD_SESSION_EXPIRY_HOURS, at start and every ten minutes. */
   uploadSessionExpiry: UploadSessionExpiry;
-  /** Deletes expired login sessions, idempotency records, finished jobs and query events past QUERY_EVENTS_RETENTION_DAYS, and cuts past days' query texts to their most asked, at start and hourly. */
+  /** Deletes expired login sessions, idempotency records, finished jobs and query events past QUERY_EVENTS_RETENTION_DAYS, cuts past days' query texts to their most asked and drops hourly query counts past two days, at start and hourly. */
   expiredRecordsSweep: ExpiredRecordsSweep;
   /** Loads the in-process indexes at start (config `warmUpIndexes`). */
   indexWarmUp: IndexWarmUp;

@@ -14,6 +14,7 @@ import t from 'tap';
 import { assertError } from '../support/assertions.js';
 import { waitUntilBlockedBy, waitUntilLockWaits } from '../support/lock-waits.js';
 import { startStreamedRequest } from '../support/streamed-request.js';
+import { waitUntil } from '../support/wait-until.js';
 import { adminTestApp, createTestCollection, multipartUpload } from '../support/test-app.js';
 
 if (!process.env.TEST_DATABASE_URL) {
@@ -68,7 +69,7 @@ if (!process.env.TEST_DATABASE_URL) {
         method: 'PUT', url: `/v1/collections/sessions/uploads/${id}/files`, headers: { Cookie: admin.cookie, 'Content-Type': body.headers['content-type'] },
       }, body.payload, 20);
       t.teardown(() => upload.destroy());
-      for (let waited = 0; waited < 5_000 && await touched() === touchedBefore; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitUntil(async () => await touched() !== touchedBefore, 'the second file\'s request reaches the route');
       // The completion has read what it reads before its claim, which this share lock holds up; the
       // file's last bytes arrive then, and its statements run until one waits for the lock too.
       await other.query('begin');
