@@ -17,23 +17,15 @@
  * a temporary directory. Writes bench/results/analytics-query-lists-<pglite|postgresql>.json
  * (BENCH_OUT overrides).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pino from 'pino';
-import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { openDatabase } from '../../src/db/database.js';
-import { createServices } from '../../src/services.js';
 import { seededRandom } from '../search/corpus.js';
-import { resetPostgresDatabase } from '../search/harness.js';
-import { bootstrapAdmin, callService, freePort, machineDescription, writeResult } from '../support/service-process.js';
+import { serviceInProcess } from '../support/service-in-process.js';
+import { callService, machineDescription, writeResult } from '../support/service-process.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const eventCount = Number(process.argv[2] ?? 1_000_000);
-const databaseUrl = process.env.DATABASE_URL;
-const database = databaseUrl ? 'postgresql' : 'pglite';
+const database = process.env.DATABASE_URL ? 'postgresql' : 'pglite';
 const out = process.env.BENCH_OUT ?? path.join(root, `bench/results/analytics-query-lists-${database}.json`);
 const DISTINCT_TEXTS = 200_000;
 const DAYS = Number(process.argv[3] ?? 29);
@@ -53,17 +45,7 @@ const EVENTS_PATH = [
    where collection_id = ? and created_at >= ?::timestamptz and result_count = 0 group by lower(${QUERY_TEXT}) order by count(*) desc, 1 limit 20`,
 ];
 
-const temporary = databaseUrl ? undefined : await mkdtemp(path.join(os.tmpdir(), 'rs-analytics-bench-'));
-if (databaseUrl) await resetPostgresDatabase(databaseUrl);
-process.env.DATA_DIR = temporary ?? process.env.DATA_DIR ?? path.join(os.tmpdir(), 'rs-analytics-bench-files');
-const config = loadConfig();
-const db = await openDatabase(databaseUrl ? { databaseUrl } : { dataDir: path.join(temporary!, 'db') });
-const services = await createServices(config, db, pino({ level: 'warn' }));
-const app = await buildApp({ services });
-const port = await freePort();
-await app.listen({ port, host: '127.0.0.1' });
-const baseUrl = `http://127.0.0.1:${port}`;
-const { key } = await bootstrapAdmin(baseUrl);
+const { services, baseUrl, key, close } = await serviceInProcess('analytics-bench');
 const collection = await callService(baseUrl, key, '/v1/collections', { method: 'POST', json: { name: 'asked' } }) as { id: string };
 
 log(`recording ${eventCount} query events`);
@@ -137,9 +119,7 @@ const apiTextCounts = await services.sql<{ key: string; count: string | number }
 const eventCountOf = new Map(apiTextCounts.map((row) => [row.key, Number(row.count)]));
 const topAsExact = topOf30.filter((row, place) => eventCountOf.get(row.query.toLowerCase()) === row.count && Number(exact[place]?.count) === row.count).length;
 
-await app.close();
-await db.close();
-if (temporary) await rm(temporary, { recursive: true, force: true });
+await close();
 
 await writeResult(out, {
   benchmark: 'analytics-query-lists', date: new Date().toISOString(), database, machine: machineDescription(),
