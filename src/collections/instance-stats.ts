@@ -19,13 +19,13 @@ type InstanceStatsServices = Pick<AppServices, 'sql' | 'db' | 'jobs' | 'embeddin
 export async function instanceStats(services: InstanceStatsServices) {
   const { sql } = services;
   type Counts = { collections: string | number; chunks: string | number; files: string | number; text: string | number; vectors: string | number; queries: string | number };
-  // Storage as collection stats and /v1/usage count it (files, chunk text, float32 vectors), where it was the files alone.
+  // Storage as collection stats and /v1/usage count it (files, chunk text, float32 vectors); chunks from their totals (migration 0027).
   const [counts] = await sql<Counts>(
     `select (select count(*) from collections) as collections, stored.chunks, stored.text, stored.vectors,
             (select coalesce(sum(size_bytes), 0) from documents) as files,
             ${QUERIES_IN_THE_LAST_DAY} as queries
-     from (select count(*) as chunks, coalesce(sum(octet_length(k.text)), 0) as text, coalesce(sum(c.dimension::bigint * 4), 0) as vectors
-           from chunks k join collections c on c.id = k.collection_id) as stored`,
+     from (select coalesce(sum(t.chunks), 0) as chunks, coalesce(sum(t.text_bytes), 0) as text, coalesce(sum(t.chunks * c.dimension * 4), 0) as vectors
+           from collection_chunk_totals t join collections c on c.id = t.collection_id) as stored`,
   );
   const storage = { files_bytes: Number(counts?.files ?? 0), chunk_text_bytes: Number(counts?.text ?? 0), vector_bytes: Number(counts?.vectors ?? 0) };
   const byStatus = await sql<{ status: string; count: string | number }>('select status, count(*) as count from documents group by status');

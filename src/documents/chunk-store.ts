@@ -1,6 +1,7 @@
 import { v3 as nameBasedUuid } from 'uuid';
 import { retryingDeadlocks } from '../db/sql-runner.js';
 import type { SqlRunner } from '../plugins.js';
+import { DELETED_CHUNK_FIGURES, lowerChunkTotals } from './chunk-totals.js';
 
 /**
  * A document chunk's id: the name-based UUID (version 3) of its index, its document's id being the
@@ -111,7 +112,8 @@ export async function deleteDocumentRows(sql: SqlRunner, collectionId: string, d
     // A CTE rather than a statement of its own: a statement costs ~1 ms on PGlite.
     const rows = await run<{ key: string | number; owed_removal_id: string | number }>(
       `with documents_gone as (delete from documents where id = any(?::uuid[])),
-         chunks_gone as (delete from chunks where document_id = any(?::uuid[]) returning key),
+         chunks_gone as (delete from chunks where document_id = any(?::uuid[]) returning key, ${DELETED_CHUNK_FIGURES}),
+         totals_lowered as (${lowerChunkTotals('chunks_gone')}),
          owed as (
            insert into pending_index_removals (collection_id, chunk_keys)
            select ?::uuid, array_agg(key) from chunks_gone having count(*) > 0
@@ -154,7 +156,8 @@ export async function deleteCollectionRows(sql: SqlRunner, collectionId: string)
       owed_removal_id: string | number | null;
     }>(
       `with documents_gone as (delete from documents where id = any(?::uuid[]) returning id, storage_key),
-         chunks_gone as (delete from chunks where collection_id = ? and (document_id is null or document_id = any(?::uuid[])) returning key),
+         chunks_gone as (delete from chunks where collection_id = ? and (document_id is null or document_id = any(?::uuid[])) returning key, ${DELETED_CHUNK_FIGURES}),
+         totals_lowered as (${lowerChunkTotals('chunks_gone')}),
          owed as (
            insert into pending_index_removals (collection_id, chunk_keys)
            select ?::uuid, array_agg(key) from chunks_gone having count(*) > 0
@@ -176,7 +179,7 @@ export async function deleteCollectionRows(sql: SqlRunner, collectionId: string)
 
 export async function deleteChunksByKey(sql: SqlRunner, keys: number[]): Promise<void> {
   if (keys.length === 0) return;
-  await sql('delete from chunks where key = any(?::bigint[])', [keys]);
+  await sql(`with gone as (delete from chunks where key = any(?::bigint[]) returning ${DELETED_CHUNK_FIGURES}) ${lowerChunkTotals('gone')}`, [keys]);
 }
 
 /** A page of a document's chunks in order, and how many it has. */

@@ -30,8 +30,9 @@ export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, 
   const documents = await sql<{ collection_id: string; documents: Count; bytes: Count }>(
     `select collection_id, count(*) as documents, coalesce(sum(size_bytes), 0) as bytes from documents where ${only.condition} group by collection_id`, only.params,
   );
+  // Each collection's chunk totals, kept by the triggers of migration 0027.
   const chunks = await sql<{ collection_id: string; chunks: Count; bytes: Count }>(
-    `select collection_id, count(*) as chunks, coalesce(sum(octet_length(text)), 0) as bytes from chunks where ${only.condition} group by collection_id`, only.params,
+    `select collection_id, chunks, text_bytes as bytes from collection_chunk_totals where ${only.condition}`, only.params,
   );
   // The daily totals (migration 0021), kept after the events themselves are deleted.
   const queries = await sql<{ collection_id: string; day: string; queries: Count; latency: number | null }>(

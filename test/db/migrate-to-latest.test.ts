@@ -31,9 +31,17 @@ for (const backend of testBackends()) {
     t.same(recorded.map((row) => row.name), migrationNames, 'every migration ran, in order');
     t.same(await pendingMigrations(fresh.orm), []);
 
-    const latest = migrationNames.slice(-6);
+    const latest = migrationNames.slice(-7);
     t.same(latest, ['0021-query-daily-totals', '0022-embedding-cache-age-index', '0023-upload-session-expiry', '0024-query-daily-texts', '0025-query-hourly-totals',
-      '0026-query-text-folded-keys'], 'this test undoes the six latest migrations by hand; a new one needs its own undo here');
+      '0026-query-text-folded-keys', '0027-collection-chunk-totals'], 'this test undoes the seven latest migrations by hand; a new one needs its own undo here');
+    await connection.execute('drop function count_chunk_changes cascade');
+    await connection.execute('drop table collection_chunk_totals');
+    await connection.execute(`
+      create or replace function remove_chunks_of_deleted_collections() returns trigger language plpgsql as $$
+      begin
+        delete from chunks where collection_id = any(array(select id from deleted_collections));
+        return null;
+      end $$`);
     await connection.execute('drop table query_hourly_totals');
     await connection.execute('drop table query_daily_texts');
     await connection.execute('drop table query_daily_totals');
@@ -41,7 +49,7 @@ for (const backend of testBackends()) {
     await connection.execute('drop index embedding_cache_created_index');
     await connection.execute('drop index upload_sessions_open_index');
     await connection.execute('alter table upload_sessions drop column expired');
-    await connection.execute('delete from schema_migrations where name in (?, ?, ?, ?, ?, ?)', latest);
+    await connection.execute('delete from schema_migrations where name in (?, ?, ?, ?, ?, ?, ?)', latest);
     // Events recorded before the migration: its totals start from them.
     const [collectionId, recentCollectionId] = [randomUUID(), randomUUID()];
     for (const [id, name] of [[collectionId, 'asked'], [recentCollectionId, 'asked-lately']]) {
@@ -61,6 +69,13 @@ for (const backend of testBackends()) {
       await connection.execute(
         `insert into query_events (id, collection_id, query, search_mode, result_count, latency_ms, cached, created_at)
          values (?, ?, ?, 'hybrid', ?, 2.5, ?, ?)`, [randomUUID(), id, query, resultCount, cached, at],
+      );
+    }
+    // Chunks stored before the migration (one of a collection deleted since): its totals start from them.
+    const chunks = [[collectionId, null, 'é'.repeat(10)], [collectionId, randomUUID(), 'beam'], [randomUUID(), null, 'gone']] as const;
+    for (const [id, documentId, text] of chunks) {
+      await connection.execute(
+        'insert into chunks (id, collection_id, document_id, chunk_index, text, created_at) values (?, ?, ?, 0, ?, now())', [randomUUID(), id, documentId, text],
       );
     }
     t.same(await pendingMigrations(fresh.orm), latest, 'the check sees the missing migrations');
@@ -108,6 +123,13 @@ for (const backend of testBackends()) {
     );
     t.same(hours.map((row) => ({ ...row, hour: Number(row.hour) })), [{ collection_id: recentCollectionId, hour: Math.floor(hourAgo.getTime() / 3_600_000) * 3_600_000, queries: 2 }],
       'the hourly counts start from the events of the last 25 hours (migration 0025)');
+    const chunkTotals = () => reopened.orm.em.getConnection().execute<Array<Record<string, unknown>>>(
+      'select collection_id, chunks::int, raw_vectors::int, text_bytes::int from collection_chunk_totals order by collection_id',
+    );
+    t.same(await chunkTotals(), [{ collection_id: collectionId, chunks: 2, raw_vectors: 1, text_bytes: 24 }],
+      'the chunk totals start from the chunks of the collections there are (migration 0027): 20 bytes of é and 4 of beam');
+    await reopened.orm.em.getConnection().execute('delete from collections where id = ?', [collectionId]);
+    t.same(await chunkTotals(), [], 'and go with their collection');
     const names = await reopened.orm.em.getConnection().execute<Array<{ name: string }>>('select name from schema_migrations');
     t.equal(names.length, migrationNames.length, 'and recorded it once, nothing run twice');
   });

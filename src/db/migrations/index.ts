@@ -34,6 +34,7 @@ export const migrationNames: readonly string[] = [
   '0024-query-daily-texts',
   '0025-query-hourly-totals',
   '0026-query-text-folded-keys',
+  '0027-collection-chunk-totals',
 ];
 
 export async function loadMigrations(): Promise<MigrationObject[]> {
