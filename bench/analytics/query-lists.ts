@@ -8,7 +8,7 @@
  * `events_path_ms` times the statements the lists ran before 2026-12-01 (grouping every query event
  * of the window) on the same events, and `top_20_as_exact` says how many of the API's top 20 have
  * the count the events give for their text and the count the events' own top 20 has at their
- * place. `stats_median_ms` times `GET /v1/stats`, whose `queries_last_24h` sums hourly counts and
+ * place (`zero_result_20_as_exact` the same of the zero-result list). `stats_median_ms` times `GET /v1/stats`, whose `queries_last_24h` sums hourly counts and
  * counts the events of one hour (migration 0025; it counted every event of the last 24 hours
  * before 2026-12-01).
  *
@@ -78,16 +78,20 @@ log(`swept in ${Math.round(sweepMs)} ms: ${JSON.stringify(swept)}; ${texts!.rows
 
 const windows: Record<string, { median_ms: number; top_queries: number; zero_result_queries: number }> = {};
 let topOf30: Array<{ query: string; count: number }> = [];
+let zeroOf30: Array<{ query: string; count: number }> = [];
 for (const windowDays of [30, 1]) {
   const times: number[] = [];
-  let answer: { top_queries: Array<{ query: string; count: number }>; zero_result_queries: unknown[] } | undefined;
+  let answer: { top_queries: Array<{ query: string; count: number }>; zero_result_queries: Array<{ query: string; count: number }> } | undefined;
   for (let request = 0; request < REQUESTS; request++) {
     const started = performance.now();
     answer = await callService(baseUrl, key, `/v1/collections/asked/analytics?window_days=${windowDays}`);
     times.push(performance.now() - started);
   }
   windows[`window_${windowDays}_days`] = { median_ms: round1(median(times)), top_queries: answer!.top_queries.length, zero_result_queries: answer!.zero_result_queries.length };
-  if (windowDays === 30) topOf30 = answer!.top_queries;
+  if (windowDays === 30) {
+    topOf30 = answer!.top_queries;
+    zeroOf30 = answer!.zero_result_queries;
+  }
 }
 
 // GET /v1/stats counts the queries of the last 24 hours (queries_last_24h) with the rest of its figures.
@@ -102,22 +106,24 @@ log('timing the lists over the query events, as before');
 const since = new Date(Math.floor(now / DAY_MS) * DAY_MS - 29 * DAY_MS).toISOString();
 const eventsTimes: number[] = [];
 let exact: Array<{ query: string; count: string | number }> = [];
+let exactZero: Array<{ query: string; count: string | number }> = [];
 for (let request = 0; request < 3; request++) {
   const started = performance.now();
   exact = await services.sql(EVENTS_PATH[0]!, [collection.id, since]);
-  await services.sql(EVENTS_PATH[1]!, [collection.id, since]);
+  exactZero = await services.sql(EVENTS_PATH[1]!, [collection.id, since]);
   eventsTimes.push(performance.now() - started);
 }
 // Exact when a listed text has the count its events give and the count the events' own list has at
 // that place: a list that breaks a tie at its end otherwise (the API by folded key, these
 // statements by text) is as exact.
-const apiTextCounts = await services.sql<{ key: string; count: string | number }>(
-  `select lower(${QUERY_TEXT}) as key, count(*) as count from query_events
+const apiTextCounts = await services.sql<{ key: string; count: string | number; zero: string | number }>(
+  `select lower(${QUERY_TEXT}) as key, count(*) as count, count(*) filter (where result_count = 0) as zero from query_events
     where collection_id = ? and created_at >= ?::timestamptz and lower(${QUERY_TEXT}) = any(?::text[]) group by 1`,
-  [collection.id, since, topOf30.map((row) => row.query.toLowerCase())],
+  [collection.id, since, [...topOf30, ...zeroOf30].map((row) => row.query.toLowerCase())],
 );
-const eventCountOf = new Map(apiTextCounts.map((row) => [row.key, Number(row.count)]));
-const topAsExact = topOf30.filter((row, place) => eventCountOf.get(row.query.toLowerCase()) === row.count && Number(exact[place]?.count) === row.count).length;
+const eventCountOf = new Map(apiTextCounts.map((row) => [row.key, { count: Number(row.count), zero: Number(row.zero) }]));
+const topAsExact = topOf30.filter((row, place) => eventCountOf.get(row.query.toLowerCase())?.count === row.count && Number(exact[place]?.count) === row.count).length;
+const zeroAsExact = zeroOf30.filter((row, place) => eventCountOf.get(row.query.toLowerCase())?.zero === row.count && Number(exactZero[place]?.count) === row.count).length;
 
 await close();
 
@@ -130,4 +136,5 @@ await writeResult(out, {
   events_path_ms: round1(median(eventsTimes)),
   stats_median_ms: round1(median(statsTimes)),
   top_20_as_exact: topAsExact,
+  zero_result_20_as_exact: zeroAsExact,
 });

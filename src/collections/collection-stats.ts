@@ -8,7 +8,7 @@ import { utcDay, utcDayWindowStart } from '../usage/utc-day-window.js';
 export async function collectionStats(sql: SqlRunner, indexes: SearchIndexes, collection: CollectionRecord) {
   const byStatus = await documentCountsByStatus(sql, collection.id);
   const [documents] = await sql<{ files: string | number | null }>('select coalesce(sum(size_bytes), 0) as files from documents where collection_id = ?', [collection.id]);
-  // Kept by the triggers of migration 0027; no row until the collection's first chunk.
+  // Kept with every chunk write (migration 0027); no row until the collection's first chunk.
   const [chunks] = await sql<{ chunks: string | number; raw: string | number; text_bytes: string | number }>(
     'select chunks, raw_vectors as raw, text_bytes from collection_chunk_totals where collection_id = ?', [collection.id],
   );

@@ -3,11 +3,12 @@ import { LONGEST_WINDOW_DAYS } from '../usage/utc-day-window.js';
 
 /**
  * A past day keeps, per collection, the texts of its 500 most asked queries and of its 500 most
- * asked zero-result queries (of the texts tied at the 500th most asked, those asked most on all
- * the days kept). The lists over a window are then exact for every query that was among them each
- * day it was asked, which the 20 a list shows are unless a day's queries are spread over more than
- * 500 texts at least as frequent; what is cut is the long tail of texts asked once or twice, the
- * bulk of the rows. Today keeps every text, so its order is not decided early.
+ * asked zero-result queries (of the texts tied at either list's 500th place, those counted most in
+ * that list on all the days kept). The lists over a window are then exact for every query that
+ * was among them each day it was asked, which the 20 a list shows are unless a day's queries are
+ * spread over more than 500 texts at least as frequent; what is cut is the long tail of texts
+ * asked once or twice, the bulk of the rows. Today keeps every text, so its order is not decided
+ * early.
  */
 export const QUERY_TEXTS_KEPT_PER_DAY = 500;
 
@@ -78,12 +79,35 @@ export async function mostAskedQueryLists(sql: SqlRunner, collectionId: string, 
 const TIED_TEXTS_RANKED = 5_000;
 
 /**
- * Cuts every day before `today` (YYYY-MM-DD) whose texts have not been cut yet down to its most asked
- * ones, one collection's day a statement; returns how many text rows it deleted. Texts tied at the
- * 500th place are kept in the order of how often they were asked on all the days kept, so that a
- * query asked often on other days keeps its count of a quiet day (a day's first hour, say, when
- * every text was asked once). A day's totals are marked as not cut again when a late event of that
- * day is recorded (query-events.ts).
+ * The CTEs that choose the folded keys one of a day's lists keeps (`<list>_kept`), from the CTE
+ * `keys` (a day's sums by folded key): those counted above its 500th place, then of those tied at
+ * it, the ones counted most on every day kept, then by key. `count` is the list's sum in `keys`,
+ * `stored` the same count in `query_daily_texts`; the one `?` is the collection's id.
+ */
+function keptOfList(list: 'top' | 'zero', count: 'queries' | 'zero', stored: 'queries' | 'zero_result_queries'): string {
+  return `${list}_boundary as (
+       select coalesce((select ${count} from keys where ${count} > 0 order by ${count} desc offset ${QUERY_TEXTS_KEPT_PER_DAY - 1} limit 1), 0) as ${count}
+     ), ${list}_tied as (
+       select keys.folded_hash from keys, ${list}_boundary as boundary where keys.${count} > 0 and keys.${count} = boundary.${count}
+     ), ${list}_kept as (
+       (select keys.folded_hash from keys, ${list}_boundary as boundary where keys.${count} > boundary.${count})
+       union all
+       (select tied.folded_hash from ${list}_tied as tied
+         order by case when (select count(*) from ${list}_tied) <= ${TIED_TEXTS_RANKED} then
+                    (select sum(other.${stored}) from query_daily_texts other where other.collection_id = ? and other.folded_hash = tied.folded_hash)
+                  end desc nulls last, tied.folded_hash
+         limit ${QUERY_TEXTS_KEPT_PER_DAY} - (select count(*) from keys, ${list}_boundary as boundary where keys.${count} > boundary.${count}))
+     )`;
+}
+
+/**
+ * Cuts every day before `today` (YYYY-MM-DD) whose texts have not been cut yet down to the texts of
+ * its most asked queries and of its most asked zero-result ones, one collection's day a statement;
+ * returns how many text rows it deleted. Texts tied at either list's 500th place are kept in the
+ * order of how often they were counted in that list on all the days kept, so that a query asked
+ * often on other days keeps its count of a quiet day (a day's first hour, say, when every text was
+ * asked once). A day's totals are marked as not cut again when a late event of that day is recorded
+ * (query-events.ts).
  */
 export async function compactPastQueryDays(sql: SqlRunner, today: string): Promise<number> {
   const days = await sql<{ collection_id: string; day: string }>(
@@ -96,27 +120,15 @@ export async function compactPastQueryDays(sql: SqlRunner, today: string): Promi
       `with keys as (
          select folded_hash, sum(queries::float8) as queries, sum(zero_result_queries::float8) as zero
            from query_daily_texts where collection_id = ? and day = ?::date group by folded_hash
-       ), boundary as (
-         select coalesce((select queries from keys order by queries desc offset ${QUERY_TEXTS_KEPT_PER_DAY - 1} limit 1), 0) as queries
-       ), tied as (
-         select keys.folded_hash from keys, boundary where keys.queries = boundary.queries
-       ), kept as (
-         (select keys.folded_hash from keys, boundary where keys.queries > boundary.queries)
-         union all
-         (select tied.folded_hash from tied
-           order by case when (select count(*) from tied) <= ${TIED_TEXTS_RANKED} then
-                      (select sum(other.queries) from query_daily_texts other where other.collection_id = ? and other.folded_hash = tied.folded_hash)
-                    end desc nulls last, tied.folded_hash
-           limit ${QUERY_TEXTS_KEPT_PER_DAY} - (select count(*) from keys, boundary where keys.queries > boundary.queries))
-         union all
-         (select folded_hash from keys where zero > 0 order by zero desc, folded_hash limit ${QUERY_TEXTS_KEPT_PER_DAY})
+       ), ${keptOfList('top', 'queries', 'queries')}, ${keptOfList('zero', 'zero', 'zero_result_queries')}, kept as (
+         select folded_hash from top_kept union all select folded_hash from zero_kept
        ), removed as (
          delete from query_daily_texts where collection_id = ? and day = ?::date and folded_hash not in (select folded_hash from kept)
          returning 1
        ), marked as (
          update query_daily_totals set texts_compacted = true where collection_id = ? and day = ?::date
        )
-       select count(*) as deleted from removed`, [collectionId, day, collectionId, collectionId, day, collectionId, day],
+       select count(*) as deleted from removed`, [collectionId, day, collectionId, collectionId, collectionId, day, collectionId, day],
     );
     deleted += Number(result?.deleted ?? 0);
   }

@@ -164,4 +164,24 @@ for (const backend of testBackends()) {
     const year = (await app.inject({ url: '/v1/collections/port/analytics?window_days=365', headers: admin })).json();
     t.same(year.zero_result_queries.map((row: { query: string }) => row.query), ['within the year', 'zz rare miss']);
   });
+
+  t.test(`${backend}: a past day's zero-result texts tied at the 500th place are kept by their zero-result asks on every day`, async (t) => {
+    const { app, services, admin } = await adminTestApp(t, backend, { queryEventsRetentionDays: 0 });
+    const { id } = await createTestCollection(app, admin, { name: 'shoal' });
+    const pastDay = dayBefore(2, 3_600_000);
+    // The past day's top list is full of texts asked twice with results; more texts than a list keeps
+    // were asked once with none.
+    const answered = Array.from({ length: QUERY_TEXTS_KEPT_PER_DAY }, (_, n): [string, number] => [`answered ${String(n).padStart(4, '0')}`, 2]);
+    const misses = Array.from({ length: QUERY_TEXTS_KEPT_PER_DAY + 100 }, (_, n): [string, number] => [`miss ${String(n).padStart(4, '0')}`, 0]);
+    await recordQueries(services, id, [...answered, ...answered, ...misses], pastDay);
+    // Last of the misses by folded key, so a tie broken by key alone cuts it; answered with nothing twice more today.
+    const [favoured] = misses.map(([query]) => query).sort((a, b) => md5(b.toLowerCase()).localeCompare(md5(a.toLowerCase())));
+    await recordQueries(services, id, [[favoured!, 0], [favoured!, 0]], new Date());
+
+    const swept = await services.expiredRecordsSweep.sweep();
+    t.equal(swept.query_texts, 100, 'the past day keeps its 500 answered texts and 500 of the misses');
+    const analytics = (await app.inject({ url: '/v1/collections/shoal/analytics', headers: admin })).json();
+    t.same(analytics.zero_result_queries[0], { query: favoured, count: 3 }, 'the favoured miss keeps its past day\'s count');
+    t.same(analytics.zero_result_queries.slice(1).map((row: { count: number }) => row.count), Array.from({ length: 19 }, () => 1), 'the rest count their one miss');
+  });
 }
