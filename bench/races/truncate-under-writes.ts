@@ -3,7 +3,8 @@
  * replica, send for BENCH_SECONDS (30) a truncate one request in seven (none in the last five
  * seconds), else a raw-vector upsert or a one-file upload, every one naming a word of its own. Once ingestion is done,
  * the collection must be consistent: a vector, keyword statistics and postings for every chunk and
- * nothing for a chunk that is gone, and keyword search must find every chunk by its word. Also
+ * nothing for a chunk that is gone, keyword search must find every chunk by its word, and the
+ * collection's chunk totals (migration 0027) must count the chunk rows and their text's bytes. Also
  * counted: answers by status, and the deadlocks PostgreSQL resolved meanwhile (pg_stat_database),
  * each a second's wait (deadlock_timeout) for the requests in it.
  *
@@ -95,10 +96,14 @@ try {
     chunks_with_postings: await scalar('select count(distinct chunk_key) as n from keyword_postings where collection_id = $1'),
     chunks_not_found_by_keyword: notFoundByKeyword,
     index_removals_owed: await scalar('select count(*) as n from pending_index_removals where collection_id = $1'),
+    chunk_text_bytes: await scalar('select coalesce(sum(octet_length(text)), 0) as n from chunks where collection_id = $1'),
+    stored_chunk_total: await scalar('select coalesce(sum(chunks), 0) as n from collection_chunk_totals where collection_id = $1'),
+    stored_chunk_text_bytes: await scalar('select coalesce(sum(text_bytes), 0) as n from collection_chunk_totals where collection_id = $1'),
   };
   const consistent = consistency.vectors === consistency.chunks && consistency.vectors_without_chunk === 0
     && consistency.keyword_statistics_chunks === consistency.chunks && consistency.chunks_with_postings === consistency.chunks
-    && consistency.chunks_not_found_by_keyword === 0 && consistency.index_removals_owed === 0;
+    && consistency.chunks_not_found_by_keyword === 0 && consistency.index_removals_owed === 0
+    && consistency.stored_chunk_total === consistency.chunks && consistency.stored_chunk_text_bytes === consistency.chunk_text_bytes;
   const result = {
     bench: 'truncate-under-writes',
     machine: machineDescription(),
