@@ -11,7 +11,7 @@ import { adminTestApp, createTestCollection, testBackends, uploadDocument, waitF
 
 interface CollectionStats { chunks: number; raw_vectors: number; storage: { chunk_text_bytes: number; vector_bytes: number } }
 interface InstanceStats { chunks: number; storage: { chunk_text_bytes: number; vector_bytes: number } }
-interface UsageReport { chunks_total: number; by_collection: Array<{ collection: string; chunks: number; storage_bytes: number; documents: number }> }
+interface UsageReport { chunks_total: number; by_collection: Array<{ collection: string; chunks: number }> }
 
 const unitVector = (dimension: number, axis: number) => Array.from({ length: dimension }, (_, index) => (index === axis ? 1 : 0));
 
@@ -41,10 +41,12 @@ for (const backend of testBackends()) {
       const instance = await ok<InstanceStats>('GET', '/v1/stats');
       let chunks = 0;
       let bytes = 0;
-      for (const name of ['harbour', 'river']) {
+      let vectorBytes = 0;
+      for (const [name, dimension] of [['harbour', 384], ['river', 4]] as const) {
         const rows = await counted(name);
         chunks += rows.chunks;
         bytes += rows.bytes;
+        vectorBytes += rows.chunks * dimension * 4;
         const response = await request('GET', `/v1/collections/${name}/stats`);
         if (response.statusCode === 404) continue;
         const stats = response.json() as CollectionStats;
@@ -52,7 +54,8 @@ for (const backend of testBackends()) {
         const used = usage.by_collection.find((row) => row.collection === name);
         t.equal(used?.chunks, rows.chunks, `${step}: ${name}'s usage counts its chunks`);
       }
-      t.same({ chunks: instance.chunks, bytes: instance.storage.chunk_text_bytes }, { chunks, bytes }, `${step}: /v1/stats counts every collection's rows`);
+      t.same({ chunks: instance.chunks, bytes: instance.storage.chunk_text_bytes, vectorBytes: instance.storage.vector_bytes }, { chunks, bytes, vectorBytes },
+        `${step}: /v1/stats counts every collection's rows, and a float32 vector of its dimension for each`);
       t.equal(usage.chunks_total, chunks, `${step}: /v1/usage's total too`);
     };
 
