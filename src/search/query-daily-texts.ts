@@ -87,16 +87,18 @@ const TIED_TEXTS_RANKED = 5_000;
 function keptOfList(list: 'top' | 'zero', count: 'queries' | 'zero', stored: 'queries' | 'zero_result_queries'): string {
   return `${list}_boundary as (
        select coalesce((select ${count} from keys where ${count} > 0 order by ${count} desc offset ${QUERY_TEXTS_KEPT_PER_DAY - 1} limit 1), 0) as ${count}
+     ), ${list}_above as (
+       select keys.folded_hash from keys, ${list}_boundary as boundary where keys.${count} > boundary.${count}
      ), ${list}_tied as (
        select keys.folded_hash from keys, ${list}_boundary as boundary where keys.${count} > 0 and keys.${count} = boundary.${count}
      ), ${list}_kept as (
-       (select keys.folded_hash from keys, ${list}_boundary as boundary where keys.${count} > boundary.${count})
+       (select folded_hash from ${list}_above)
        union all
        (select tied.folded_hash from ${list}_tied as tied
          order by case when (select count(*) from ${list}_tied) <= ${TIED_TEXTS_RANKED} then
                     (select sum(other.${stored}) from query_daily_texts other where other.collection_id = ? and other.folded_hash = tied.folded_hash)
                   end desc nulls last, tied.folded_hash
-         limit ${QUERY_TEXTS_KEPT_PER_DAY} - (select count(*) from keys, ${list}_boundary as boundary where keys.${count} > boundary.${count}))
+         limit ${QUERY_TEXTS_KEPT_PER_DAY} - (select count(*) from ${list}_above))
      )`;
 }
 

@@ -30,7 +30,7 @@ export async function usageReport(sql: SqlRunner, ledger: EmbeddingUsageLedger, 
   const documents = await sql<{ collection_id: string; documents: Count; bytes: Count }>(
     `select collection_id, count(*) as documents, coalesce(sum(size_bytes), 0) as bytes from documents where ${only.condition} group by collection_id`, only.params,
   );
-  // Each collection's chunk totals, kept by the triggers of migration 0027.
+  // Each collection's chunk totals, kept with every chunk write (migration 0027).
   const chunks = await sql<{ collection_id: string; chunks: Count; bytes: Count }>(
     `select collection_id, chunks, text_bytes as bytes from collection_chunk_totals where ${only.condition}`, only.params,
   );
