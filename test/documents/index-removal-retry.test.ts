@@ -70,8 +70,8 @@ for (const { backend, overrides } of variants) {
       t.equal(response.statusCode, 202, response.body);
       return response.json().id as string;
     };
-    const found = async (collection: string, query: string) => ((await app.inject({
-      method: 'POST', url: `/v1/collections/${collection}/query`, headers: admin, payload: { query, search_mode: 'keyword', top_k: 50, skip_cache: true },
+    const found = async (collection: string, query: string, mode = 'keyword') => ((await app.inject({
+      method: 'POST', url: `/v1/collections/${collection}/query`, headers: admin, payload: { query, search_mode: mode, top_k: 50, skip_cache: true },
     })).json().results as Array<{ document_id: string }>).map((result) => result.document_id);
     const stats = async (collection: string) => (await app.inject({ url: `/v1/collections/${collection}/stats`, headers: admin })).json() as { chunks: number; vectors: number };
     /** The SQL keyword index's postings of `keys`, and the chunks its BM25 statistics count. */
@@ -108,6 +108,11 @@ for (const { backend, overrides } of variants) {
         t.same(owed[0]!.chunk_keys!.map(Number).sort((a, b) => a - b), [...keys].sort((a, b) => a - b), 'of the deleted chunks');
         const before = await stats(name);
         t.ok(before.vectors > before.chunks, `the deleted chunks' vectors are still stored (${before.vectors} vectors, ${before.chunks} chunks)`);
+        // The entries left rank the deleted chunks first (they hold both words): a query passes
+        // over them to the chunks that are still there.
+        const meanwhile = await found(name, 'quillwort cranes', failing === 'keyword removal' ? 'keyword' : 'semantic');
+        t.equal(meanwhile.length, before.chunks, `meanwhile every remaining chunk is found (${meanwhile.length})`);
+        t.same(new Set(meanwhile), new Set([keptId]), 'and nothing of the deleted document');
 
         t.equal(await services.indexRemovals.sweep(), 0, 'a sweep within the grace period leaves it to the request');
         t.equal((await pending(collection.id)).length, 1, 'still owed');

@@ -81,6 +81,36 @@ for (const backend of testBackends()) {
       t.equal(answer.results.filter((result) => result.document_id === manualId).length, 1, 'and the manual once');
     });
 
+    await t.test('hybrid searches deeper while one of its lists is not exhausted', async (t) => {
+      // Hybrid's lists are 50 deep here. The keyword list holds the three notes that name the
+      // tower (exhausted); the semantic list is full of the log's 60 chunks, which share letters
+      // with "tower" but not the word, and the receipt, sharing neither, ranks below them all.
+      const log = Array.from({ length: 60 }, (_, index) =>
+        `Towing log ${index + 1}: the towing crew towed the barge, lowered its towage fee and towed it past the towpath at low water.`).join('\n\n');
+      const towerNotes = ['Bell notes: the tower clock chimed at noon.', 'Map notes: a tower stands on the hill.', 'Walk notes: we climbed the tower at dusk.'];
+      await ok('POST', '/v1/collections', { name: 'deeper', chunk_size: 200, chunk_overlap: 0, chunk_strategy: 'paragraph' });
+      const uploadTo = async (filename: string, content: string) => {
+        const form = multipartUpload([{ filename, content, contentType: 'text/plain' }]);
+        const response = await app.inject({ method: 'POST', url: '/v1/collections/deeper/documents', headers: { ...admin, ...form.headers }, payload: form.payload });
+        if (response.statusCode !== 202) throw new Error(`upload: ${response.statusCode} ${response.body}`);
+        return response.json().id as string;
+      };
+      const logId = await uploadTo('log.txt', log);
+      const noteIds = [];
+      for (const [index, note] of towerNotes.entries()) noteIds.push(await uploadTo(`tower-${index}.txt`, note));
+      const receiptId = await uploadTo('receipt.txt', 'Receipt: bread, milk, eggs, cheese and apples, paid in cash.');
+      await waitForIngestion(app, 'deeper', admin);
+
+      t.equal((await ok<{ chunk_count: number }>('GET', `/v1/collections/deeper/documents/${logId}`)).chunk_count, 60, 'the log is 60 chunks');
+      const keyword = await ok<QueryAnswer>('POST', '/v1/collections/deeper/query', { query: 'tower', search_mode: 'keyword', top_k: 50, min_score: -1 });
+      t.same(new Set(documentsOf(keyword)), new Set(noteIds), 'the keyword list holds the three notes only');
+      const semantic = await ok<QueryAnswer>('POST', '/v1/collections/deeper/query', { query: 'tower', search_mode: 'semantic', top_k: 50, min_score: -1 });
+      t.notOk(documentsOf(semantic).includes(receiptId), 'the receipt is not in the semantic list 50 deep');
+
+      const answer = await ok<QueryAnswer>('POST', '/v1/collections/deeper/query', { query: 'tower', search_mode: 'hybrid', top_k: 5, max_per_document: 1, min_score: -1 });
+      t.same(new Set(documentsOf(answer)), new Set([...noteIds, logId, receiptId]), 'five documents: the receipt found deeper');
+    });
+
     await t.test('every query form takes it', async (t) => {
       const across = await ok<{ results: Result[] }>('POST', '/v1/query', { query: 'router', collections: ['sources'], search_mode: 'semantic', top_k: 4, max_per_document: 1, min_score: -1 });
       t.equal(new Set(across.results.map((result) => result.document_id ?? result.id)).size, across.results.length, '/v1/query: no document twice');

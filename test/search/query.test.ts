@@ -275,6 +275,13 @@ for (const backend of testBackends()) {
       const limited = await query('fixture', { query: QUERY, search_mode: 'semantic', min_score: 0.45, top_k: 2 });
       t.same(ids(limited), ['S', 'T'], 'top_k applies after min_score');
       t.equal(limited.total, 2);
+
+      for (const mode of ['semantic', 'keyword', 'hybrid'] as const) {
+        const all = await query('fixture', { query: QUERY, search_mode: mode, skip_cache: true, ...(mode === 'hybrid' ? EQUAL : {}) });
+        const second = all.results[1]!;
+        const atScore = await query('fixture', { query: QUERY, search_mode: mode, min_score: second.score, skip_cache: true, ...(mode === 'hybrid' ? EQUAL : {}) });
+        t.same(ids(atScore), ids(all).slice(0, 2), `${mode}: a score equal to min_score passes (${second.score})`);
+      }
     });
 
     await t.test('collection defaults apply when the request omits them', async (t) => {
@@ -566,6 +573,7 @@ for (const backend of testBackends()) {
       t.same(answer.results.slice(0, 2).map((result) => result.id).sort(), ['a1', 'b1'], 'fused by rank: both rank-1 hits first');
       t.same(answer.results.slice(2).map((result) => result.id).sort(), ['a2', 'b2'], 'then both rank-2 hits');
       t.equal(answer.results[0]!.score, answer.results[1]!.score, 'equal ranks, equal fused scores');
+      t.equal(answer.results[0]!.score, 1, 'rank 1 of a collection scores 1.0, as in a query of one collection');
       t.ok(answer.results[1]!.score > answer.results[2]!.score, 'rank 1 above rank 2');
       for (const result of answer.results) {
         const own = (result.collection === 'multi_a' ? aAnswer : bAnswer).results.find((candidate) => candidate.id === result.id)!;
@@ -574,6 +582,12 @@ for (const backend of testBackends()) {
       }
       const topOne: QueryAnswer = await ok('POST', '/v1/query', { query: 'quasar', collections: ['multi_a', 'multi_b'], search_mode: 'keyword', top_k: 1 });
       t.equal(topOne.results.length, 1, 'top_k bounds the fused list');
+      await ok('PATCH', '/v1/collections/multi_a', { default_top_k: 3 });
+      await ok('PATCH', '/v1/collections/multi_b', { default_top_k: 2 });
+      const byDefaults: QueryAnswer = await ok('POST', '/v1/query', { query: 'quasar', collections: ['multi_a', 'multi_b'], search_mode: 'keyword' });
+      t.equal(byDefaults.results.length, 3, 'without top_k, the largest default_top_k of the collections');
+      await ok('PATCH', '/v1/collections/multi_a', { default_top_k: 10 });
+      await ok('PATCH', '/v1/collections/multi_b', { default_top_k: 10 });
 
       const pinned = await createApiKey(app, cookie, { name: 'pinned to a', collection: 'multi_a' });
       const crossing = await request('POST', '/v1/query', { query: 'quasar', collections: ['multi_a', 'multi_b'] }, bearer(pinned.key));
