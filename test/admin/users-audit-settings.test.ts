@@ -259,6 +259,29 @@ for (const backend of testBackends()) {
       t.equal((await as(viewer.header).get('/v1/auth/me')).statusCode, 200, 'a viewer may read /v1/auth/me');
     });
 
+    await t.test('a viewer reads collections, documents and answers, and is refused every write', async (t) => {
+      const viewer = as((await login(app, 'viewer@example.com', 'viewer-new-password')).header);
+      t.equal((await admin().post('/v1/collections', { name: 'viewed' })).statusCode, 201);
+      t.match((await viewer.get('/v1/collections')).json(), { data: [{ name: 'viewed' }] }, 'the collection list');
+      t.equal((await viewer.get('/v1/collections/viewed/documents')).statusCode, 200, 'the document list');
+      t.equal((await viewer.post('/v1/collections/viewed/query', { query: 'lighthouse' })).statusCode, 200, 'a query');
+      const writes = [
+        ['collection:write', () => viewer.post('/v1/collections', { name: 'by-viewer' })],
+        ['collection:write', () => viewer.patch('/v1/collections/viewed', { description: 'changed by a viewer' })],
+        ['collection:delete', () => viewer.post('/v1/collections/viewed/truncate')],
+        ['collection:delete', () => viewer.delete('/v1/collections/viewed')],
+        ['vector:write', () => viewer.post('/v1/collections/viewed/vectors/upsert', { vectors: [{ id: 'v', text: 'x', embedding: Array(384).fill(0.1) }] })],
+        ['vector:delete', () => viewer.post('/v1/collections/viewed/vectors/delete', { ids: ['v'] })],
+      ] as const;
+      for (const [scope, send] of writes) {
+        const response = await send();
+        t.equal(response.statusCode, 403, `${scope}: ${response.body}`);
+        t.equal(response.json().detail, `Your role does not allow ${scope}`);
+      }
+      t.match((await admin().get('/v1/collections')).json(), { total: 1, data: [{ name: 'viewed', description: null }] }, 'nothing changed');
+      t.equal((await admin().delete('/v1/collections/viewed')).statusCode, 204);
+    });
+
     await t.test('users: delete', async (t) => {
       await tick();
       let response = await admin().delete(`/v1/admin/users/${bobId}`);

@@ -133,7 +133,7 @@ for (const backend of testBackends()) {
       }
       // A scope that names no resource or action of the service grants nothing: a typo, refused.
       const keysBefore = (await app.inject({ url: '/v1/admin/api-keys', headers: { cookie } })).json().total;
-      for (const scope of ['collection:fly', 'document:uplod', 'nothing:none', 'webhooks:*', '*:fly']) {
+      for (const scope of ['collection:fly', 'collection:rea', 'document:uplod', 'nothing:none', 'webhooks:*', '*:fly']) {
         const response = await app.inject({ method: 'POST', url: '/v1/admin/api-keys', headers: { cookie }, payload: { name: 'typo', scopes: ['query:read', scope] } });
         assertError(t, response, 400, new RegExp(`^Unknown scope "${scope.replace('*', '\\*')}": it grants nothing; known scopes are collection:read, `), `scope ${scope}`);
       }

@@ -23,6 +23,9 @@ const longMarkdown = [
   }),
 ].join('\n');
 
+/** Wide enough that a sentence start in reach often has word starts before it. */
+const PARAGRAPH_OVERLAP = 80;
+
 interface Chunk { text: string; chunk_index: number; metadata: Record<string, unknown> }
 
 for (const backend of testBackends()) {
@@ -31,7 +34,7 @@ for (const backend of testBackends()) {
     const collections = [
       { name: 'rows-recursive', chunk_size: 200, chunk_overlap: 30, chunk_strategy: 'recursive' },
       { name: 'rows-paragraph', chunk_size: 200, chunk_overlap: 40, chunk_strategy: 'paragraph' },
-      { name: 'paragraphs', chunk_size: 300, chunk_overlap: 60, chunk_strategy: 'paragraph' },
+      { name: 'paragraphs', chunk_size: 300, chunk_overlap: PARAGRAPH_OVERLAP, chunk_strategy: 'paragraph' },
       { name: 'headings', chunk_size: 200, chunk_overlap: 20, chunk_strategy: 'recursive' },
     ];
     for (const collection of collections) await createTestCollection(app, admin, collection);
@@ -64,21 +67,29 @@ for (const backend of testBackends()) {
       });
     }
 
-    await t.test('paragraph strategy: neighbouring chunks share up to chunk_overlap characters', async (t) => {
+    await t.test('paragraph strategy: neighbouring chunks share up to chunk_overlap characters, from a sentence start where one is in reach', async (t) => {
       const chunks = await chunksOf('paragraphs', await upload('paragraphs', 'handbook.md', longMarkdown));
       t.ok(chunks.length >= 6, `${chunks.length} chunks`);
+      let sentencesOpened = 0;
       for (let index = 1; index < chunks.length; index++) {
         const previous = chunks[index - 1]!.text;
         const next = chunks[index]!.text;
         t.ok(next.length <= 300, `chunk ${index} within chunk_size`);
         // The longest start of this chunk that ends the previous one, cut where a word ends.
         let shared = 0;
-        for (let length = Math.min(60, next.length); length > 0 && shared === 0; length--) {
+        for (let length = Math.min(PARAGRAPH_OVERLAP, next.length); length > 0 && shared === 0; length--) {
           if (previous.endsWith(next.slice(0, length)) && /\s/.test(next[length] ?? ' ')) shared = length;
         }
         t.ok(shared >= 5, `chunk ${index} opens with the last ${shared} characters of chunk ${index - 1}`);
         t.match(previous[previous.length - shared - 1] ?? ' ', /\s/, `chunk ${index} opens on a word`);
+        // A sentence that starts within the overlap is taken whole rather than from its first word in reach.
+        const sentenceStart = [...previous.matchAll(/[.!?]\s+(?=\S)/g)].map((end) => end.index + end[0].length).find((start) => start >= previous.length - PARAGRAPH_OVERLAP);
+        if (sentenceStart !== undefined) {
+          sentencesOpened += 1;
+          t.ok(next.startsWith(previous.slice(sentenceStart)), `chunk ${index} opens on the sentence its overlap holds`);
+        }
       }
+      t.ok(sentencesOpened > 0, `${sentencesOpened} chunks had a sentence start in reach`);
     });
 
     await t.test('a heading opens a chunk with the start of a paragraph too long to split on spaces', async (t) => {

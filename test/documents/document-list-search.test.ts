@@ -42,5 +42,17 @@ for (const backend of testBackends()) {
     t.same(await search('_'), ["100%_sure it's?.txt"], '_ alone as well');
     t.same(await search('\\'), [], '\\ is literal (an uploaded name keeps no backslash: it is read as a path)');
     t.same(await search('résumés'), [], 'no match');
+
+    // Every document is ready: the sort leaves them all tied, and their ids order them, so pages
+    // neither repeat nor skip one.
+    for (const order of ['asc', 'desc'] as const) {
+      const paged: string[] = [];
+      for (const offset of [0, 2, 4]) {
+        const response = await app.inject({ url: `/v1/collections/names/documents?sort=status&order=${order}&limit=2&offset=${offset}`, headers: admin });
+        paged.push(...(response.json().data as Array<{ id: string }>).map((document) => document.id));
+      }
+      const byId = documents.map((document) => document.id).sort();
+      t.same(paged, order === 'asc' ? byId : byId.reverse(), `sort=status&order=${order}: ties in ${order}ending id order, page by page`);
+    }
   });
 }
