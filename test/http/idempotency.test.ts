@@ -301,6 +301,42 @@ for (const backend of testBackends()) {
       t.equal((await createUser('another password')).statusCode, 422, 'and a different one still refused');
     });
 
+    await t.test('a server error is not kept: a retry with the same key runs again', async (t) => {
+      await createTestCollection(app, { cookie }, { name: 'after-500' });
+      const { vectorStore } = ctx.services.indexes;
+      const upsert = vectorStore.upsert;
+      t.teardown(() => Object.assign(vectorStore, { upsert }));
+      Object.assign(vectorStore, {
+        upsert: async () => {
+          Object.assign(vectorStore, { upsert });
+          throw new Error('upsert: Connection terminated unexpectedly');
+        },
+      });
+      const send = () => app.inject({
+        method: 'POST', url: '/v1/collections/after-500/vectors/upsert', headers: { cookie, 'idempotency-key': 'upsert-after-500' },
+        payload: { vectors: [{ id: 'only', text: 'a lighthouse at dusk', embedding: Array.from({ length: 384 }, (_, index) => (index === 3 ? 1 : 0)) }] },
+      });
+      const failed = await send();
+      t.equal(failed.statusCode, 500, failed.body);
+      const retried = await send();
+      t.equal(retried.statusCode, 200, retried.body);
+      t.same(retried.json(), { upserted: 1 });
+      t.equal(retried.headers['idempotent-replayed'], undefined, 'run, not replayed');
+      const repeated = await send();
+      t.equal(repeated.headers['idempotent-replayed'], 'true', 'the success is what is kept');
+      t.equal((await app.inject({ url: '/v1/collections/after-500/stats', headers: { cookie } })).json().vectors, 1, 'one vector stored');
+    });
+
+    await t.test('a key is free again once its record is 24 hours old', async (t) => {
+      t.equal((await createKey('key-a-day-old', { name: 'first of the day' })).statusCode, 201);
+      t.equal((await createKey('key-a-day-old', { name: 'the next day' })).statusCode, 422, 'within the day, another request is refused');
+      await ctx.services.sql("update idempotency_records set created_at = created_at - interval '24 hours 1 minute' where key = ?", ['key-a-day-old']);
+      const nextDay = await createKey('key-a-day-old', { name: 'the next day' });
+      t.equal(nextDay.statusCode, 201, nextDay.body);
+      t.equal(nextDay.headers['idempotent-replayed'], undefined, 'run, not replayed');
+      t.same((await listKeys()).data.filter((key) => key.name === 'the next day').length, 1, 'created');
+    });
+
     await t.test('the key must be 1-255 characters', async (t) => {
       const before = (await listKeys()).total;
       const long = await createKey('k'.repeat(256), { name: 'long' });
