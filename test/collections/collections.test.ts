@@ -460,6 +460,7 @@ for (const backend of testBackends()) {
       t.same(analytics.zero_result_queries.map((row: any) => [row.query, row.count]), [['qwertyzz', 3]]);
       t.type(analytics.avg_latency_ms, 'number');
       t.ok(analytics.avg_latency_ms >= 0);
+      t.equal(analytics.cache_hit_ratio, 0.14, 'the second "qwertyzz" keyword query came from the cache: 1 of 7');
       t.equal((await app.inject({ url: '/v1/collections/stats/analytics', headers: admin })).json().queries_total, 0, 'analytics are per collection');
 
       // jsonb refuses NUL and half a surrogate pair; such a query must not stop analytics for good.
