@@ -160,6 +160,11 @@ for (const backend of testBackends()) {
       t.equal(response.statusCode, 200);
       t.strictSame(response.json(), { data: { theme: 'light' } });
       t.equal((await get()).data.theme, 'dark');
+
+      // With other keys beside it, "data" is a preference of that name, not the wrapper.
+      response = await app.inject({ method: 'PUT', url: '/v1/auth/preferences', headers: { cookie: otherCookie }, payload: { data: { rows: 20 }, density: 'compact' } });
+      t.equal(response.statusCode, 200);
+      t.strictSame(response.json(), { data: { theme: 'light', data: { rows: 20 }, density: 'compact' } });
     });
   });
 }

@@ -111,6 +111,14 @@ for (const backend of testBackends()) {
       t.same(status.json(), { batch_id: batchId, total: 6, by_status: { pending: 0, processing: 0, ready: 3, failed: 0, rejected: 3, deleted: 0 }, done: true });
       const listed = (await app.inject({ url: '/v1/collections/mixed/documents', headers: admin })).json();
       t.ok(listed.data.every((document: any) => document.batch_id === batchId), 'documents carry their batch id');
+
+      // As while a worker holds one of its documents.
+      const [processing] = await ctx.services.sql<{ id: string }>(
+        "update documents set status = 'processing' where id = (select id from documents where batch_id = ? and status = 'ready' limit 1) returning id", [batchId],
+      );
+      const busy = (await app.inject({ url: `/v1/collections/mixed/batches/${batchId}/status`, headers: admin })).json();
+      t.match(busy, { by_status: { processing: 1, ready: 2 }, done: false }, 'not done while a document is processing');
+      await ctx.services.sql("update documents set status = 'ready' where id = ?", [processing!.id]);
     });
 
     await t.test('bad batch requests: 4xx, nothing half-written', async (t) => {
