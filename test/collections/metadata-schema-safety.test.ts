@@ -54,6 +54,14 @@ for (const backend of testBackends()) {
       t.match((await get('patched')).json(), { metadata_schema: kept, description: null }, 'the collection is unchanged');
     });
 
+    await t.test('a $ref that resolves to nothing: 400 at create, nothing created', async (t) => {
+      for (const [what, ref] of [['a missing definition', '#/definitions/nope'], ['another document', 'https://example.com/schema.json']]) {
+        const response = await create({ name: 'unresolved', metadata_schema: schemaWith({ a: { $ref: ref } }) });
+        assertError(t, response, 400, new RegExp(`^metadata_schema is not a valid JSON Schema: can't resolve reference ${ref.replace(/[.#/]/g, '\\$&')}`), what);
+      }
+      t.equal((await get('unresolved')).statusCode, 404, 'no collection');
+    });
+
     await t.test('uniqueItems: refused unless items are typed as scalars, then enforced', async (t) => {
       const quadratic = {
         'objects': { type: 'array', uniqueItems: true, items: { type: 'object' } },

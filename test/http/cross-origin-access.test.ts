@@ -64,6 +64,11 @@ t.test('listed origins: preflights, API keys, the session cookie, and headers on
   t.equal(foreign.statusCode, 403, 'another origin still may not use the cookie');
   t.match(foreign.json().detail, /Cross-origin request refused/);
   t.notOk(foreign.headers['access-control-allow-origin']);
+  // What a sandboxed frame or a page opened from a file sends: an opaque origin, not a URL.
+  const opaque = await app.inject({ method: 'POST', url: '/v1/collections', headers: { cookie, origin: 'null' }, payload: { name: 'from-a-sandbox' } });
+  t.equal(opaque.statusCode, 403, 'nor an opaque origin ("null")');
+  t.match(opaque.json().detail, /Cross-origin request refused/);
+  t.equal((await app.inject({ url: '/v1/collections/from-a-sandbox', headers: { cookie } })).statusCode, 404, 'nothing was created');
 });
 
 t.test('CORS_ORIGINS=*: any origin with API keys, never the session cookie', async (t) => {
