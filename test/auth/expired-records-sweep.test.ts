@@ -13,6 +13,7 @@ for (const backend of testBackends()) {
     t.equal(login.statusCode, 200, login.body);
     const expiredCookie = sessionCookieOf(login);
     await services.sql(`update sessions set expires_at = now() - interval '1 minute' where created_at = (select max(created_at) from sessions)`);
+    t.equal((await app.inject({ url: '/v1/auth/me', headers: { cookie: expiredCookie } })).statusCode, 401, 'an expired session is refused before any sweep removes it');
 
     const create = (key: string, name: string) => app.inject({
       method: 'POST', url: '/v1/collections', headers: { ...admin, 'idempotency-key': key }, payload: { name },

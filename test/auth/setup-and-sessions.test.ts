@@ -127,5 +127,17 @@ for (const backend of testBackends()) {
       t.equal(response.statusCode, 200);
       t.match(response.json(), { auth_method: 'session', user: { email: ADMIN.email, role: 'admin' }, scopes: ['*:*'], collection: null });
     });
+
+    t.test('a login lasts session_ttl_hours', async (t) => {
+      const cookie = sessionCookieOf(await app.inject({ method: 'POST', url: '/v1/auth/login', payload: ADMIN }));
+      const patched = await app.inject({ method: 'PATCH', url: '/v1/admin/settings', headers: { cookie }, payload: { values: { session_ttl_hours: 2 } } });
+      t.equal(patched.statusCode, 200, patched.body);
+      const before = Date.now();
+      const login = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: ADMIN });
+      const expires = login.cookies.find((each) => each.name === 'svc_session')!.expires!.getTime();
+      t.ok(Math.abs(expires - (before + 2 * 3_600_000)) < 60_000, `the cookie expires in 2 hours (${new Date(expires).toISOString()})`);
+      const reset = await app.inject({ method: 'POST', url: '/v1/admin/settings/reset', headers: { cookie }, payload: { keys: ['session_ttl_hours'] } });
+      t.equal(reset.statusCode, 200, reset.body);
+    });
   });
 }
