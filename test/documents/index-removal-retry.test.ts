@@ -13,6 +13,7 @@ import t, { type Test } from 'tap';
 import { hnswIndexName } from '../../plugins/vector-store/pgvector/index.js';
 import type { Config } from '../../src/config.js';
 import { assertError } from '../support/assertions.js';
+import { failNextCalls } from '../support/failing-calls.js';
 import { logLines } from '../support/log-lines.js';
 import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion, type Backend } from '../support/test-app.js';
 
@@ -21,22 +22,6 @@ interface PendingRemoval {
   chunk_keys: Array<string | number> | null;
   attempts: number;
   last_error: string | null;
-}
-
-/** Makes the next `times` calls of `target[method]` throw, as a lost connection would; restored when `t` ends. */
-function failNextCalls<T extends object>(t: Test, target: T, method: keyof T & string, times = 1): void {
-  const original = target[method] as (...args: unknown[]) => Promise<unknown>;
-  t.teardown(() => Object.assign(target, { [method]: original }));
-  let failures = times;
-  Object.assign(target, {
-    [method]: async (...args: unknown[]) => {
-      if (failures > 0) {
-        failures -= 1;
-        throw new Error(`${method}: Connection terminated unexpectedly`);
-      }
-      return original.apply(target, args);
-    },
-  });
 }
 
 /** Several chunks (chunk_size 400), each holding the document's own marker word. */

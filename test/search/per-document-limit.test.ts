@@ -30,9 +30,9 @@ for (const backend of testBackends()) {
     const { request, ok } = jsonRequests(app, admin);
 
     const query = (body: Record<string, unknown>) => ok<QueryAnswer>('POST', '/v1/collections/sources/query', { query: 'router', min_score: -1, ...body });
-    async function upload(filename: string, content: string): Promise<string> {
+    async function upload(filename: string, content: string, collection = 'sources'): Promise<string> {
       const form = multipartUpload([{ filename, content, contentType: 'text/plain' }]);
-      const response = await app.inject({ method: 'POST', url: '/v1/collections/sources/documents', headers: { ...admin, ...form.headers }, payload: form.payload });
+      const response = await app.inject({ method: 'POST', url: `/v1/collections/${collection}/documents`, headers: { ...admin, ...form.headers }, payload: form.payload });
       if (response.statusCode !== 202) throw new Error(`upload: ${response.statusCode} ${response.body}`);
       return response.json().id;
     }
@@ -89,16 +89,10 @@ for (const backend of testBackends()) {
         `Towing log ${index + 1}: the towing crew towed the barge, lowered its towage fee and towed it past the towpath at low water.`).join('\n\n');
       const towerNotes = ['Bell notes: the tower clock chimed at noon.', 'Map notes: a tower stands on the hill.', 'Walk notes: we climbed the tower at dusk.'];
       await ok('POST', '/v1/collections', { name: 'deeper', chunk_size: 200, chunk_overlap: 0, chunk_strategy: 'paragraph' });
-      const uploadTo = async (filename: string, content: string) => {
-        const form = multipartUpload([{ filename, content, contentType: 'text/plain' }]);
-        const response = await app.inject({ method: 'POST', url: '/v1/collections/deeper/documents', headers: { ...admin, ...form.headers }, payload: form.payload });
-        if (response.statusCode !== 202) throw new Error(`upload: ${response.statusCode} ${response.body}`);
-        return response.json().id as string;
-      };
-      const logId = await uploadTo('log.txt', log);
+      const logId = await upload('log.txt', log, 'deeper');
       const noteIds = [];
-      for (const [index, note] of towerNotes.entries()) noteIds.push(await uploadTo(`tower-${index}.txt`, note));
-      const receiptId = await uploadTo('receipt.txt', 'Receipt: bread, milk, eggs, cheese and apples, paid in cash.');
+      for (const [index, note] of towerNotes.entries()) noteIds.push(await upload(`tower-${index}.txt`, note, 'deeper'));
+      const receiptId = await upload('receipt.txt', 'Receipt: bread, milk, eggs, cheese and apples, paid in cash.', 'deeper');
       await waitForIngestion(app, 'deeper', admin);
 
       t.equal((await ok<{ chunk_count: number }>('GET', `/v1/collections/deeper/documents/${logId}`)).chunk_count, 60, 'the log is 60 chunks');

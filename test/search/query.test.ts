@@ -277,9 +277,10 @@ for (const backend of testBackends()) {
       t.equal(limited.total, 2);
 
       for (const mode of ['semantic', 'keyword', 'hybrid'] as const) {
-        const all = await query('fixture', { query: QUERY, search_mode: mode, skip_cache: true, ...(mode === 'hybrid' ? EQUAL : {}) });
+        const body = { query: QUERY, search_mode: mode, skip_cache: true, ...(mode === 'hybrid' ? EQUAL : {}) };
+        const all = await query('fixture', body);
         const second = all.results[1]!;
-        const atScore = await query('fixture', { query: QUERY, search_mode: mode, min_score: second.score, skip_cache: true, ...(mode === 'hybrid' ? EQUAL : {}) });
+        const atScore = await query('fixture', { ...body, min_score: second.score });
         t.same(ids(atScore), ids(all).slice(0, 2), `${mode}: a score equal to min_score passes (${second.score})`);
       }
     });
