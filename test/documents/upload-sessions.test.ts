@@ -142,6 +142,27 @@ for (const backend of testBackends()) {
       t.equal((await get(empty.id)).status, 'open', 'an empty session stays open');
     });
 
+    await t.test('a completion the metadata_schema refuses since the session opened: 400, the session open with its files', async (t) => {
+      t.equal((await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'schema-sessions' } })).statusCode, 201);
+      const sessions = '/v1/collections/schema-sessions/uploads';
+      const opened = await app.inject({ method: 'POST', url: sessions, headers: admin, payload: { metadata: { team: 'a' } } });
+      t.equal(opened.statusCode, 201, opened.body);
+      const id = opened.json().id as string;
+      const body = multipartUpload([{ filename: 'voles.txt', content: paragraph('Voles'), contentType: 'text/plain' }]);
+      t.equal((await app.inject({ method: 'PUT', url: `${sessions}/${id}/files`, headers: { ...admin, ...body.headers }, payload: body.payload })).statusCode, 200);
+      const schema = (metadata_schema: unknown) => app.inject({ method: 'PATCH', url: '/v1/collections/schema-sessions', headers: admin, payload: { metadata_schema } });
+      t.equal((await schema({ type: 'object', required: ['owner'] })).statusCode, 200);
+
+      assertError(t, await app.inject({ method: 'POST', url: `${sessions}/${id}/complete`, headers: admin }), 400, /owner/, 'complete');
+      t.match((await app.inject({ url: `${sessions}/${id}`, headers: admin })).json(), { status: 'open', file_count: 1, batch_id: null }, 'open again, its file kept');
+      t.equal((await app.inject({ url: '/v1/collections/schema-sessions/documents', headers: admin })).json().total, 0, 'no document');
+
+      t.equal((await schema(null)).statusCode, 200);
+      const completed = await app.inject({ method: 'POST', url: `${sessions}/${id}/complete`, headers: admin });
+      t.equal(completed.statusCode, 202, completed.body);
+      t.equal((await app.inject({ url: '/v1/collections/schema-sessions/documents', headers: admin })).json().total, 1, 'completed once the schema allows it');
+    });
+
     await t.test('bad session requests: 400 and 404, nothing created', async (t) => {
       const count = async () => Number((await ctx.services.sql<{ count: string | number }>('select count(*) as count from upload_sessions'))[0]!.count);
       const sessions = await count();
