@@ -18,6 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { deleteCollectionRows, insertChunks } from '../../src/documents/chunk-store.js';
 import { documentText } from '../search/corpus.js';
+import { percentile, roundTo } from '../search/harness.js';
 import { serviceInProcess } from '../support/service-in-process.js';
 import { callService, machineDescription, writeResult } from '../support/service-process.js';
 
@@ -30,8 +31,6 @@ const CHUNK_CHARACTERS = 2_000;
 const REQUESTS = 9;
 const ROUTES = ['/v1/stats', '/v1/collections/stored/stats', '/v1/usage'];
 const log = (message: string) => process.stderr.write(`[storage-figures] ${message}\n`);
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const round1 = (value: number) => Math.round(value * 10) / 10;
 
 const { services, baseUrl, key, close } = await serviceInProcess('storage-figures');
 const collection = await callService(baseUrl, key, '/v1/collections', { method: 'POST', json: { name: 'stored' } }) as { id: string };
@@ -60,7 +59,7 @@ for (const route of ROUTES) {
     await callService(baseUrl, key, route);
     times.push(performance.now() - started);
   }
-  api[`${route} median_ms`] = round1(median(times));
+  api[`${route} median_ms`] = roundTo(percentile(Float64Array.from(times).sort(), 0.5), 1);
 }
 const stats = await callService(baseUrl, key, '/v1/collections/stored/stats') as { chunks: number; storage: { chunk_text_bytes: number } };
 if (stats.chunks !== chunkCount) throw new Error(`the collection's stats count ${stats.chunks} chunks, not ${chunkCount}`);
@@ -76,7 +75,7 @@ await close();
 await writeResult(out, {
   benchmark: 'storage-figures', date: new Date().toISOString(), database, machine: machineDescription(),
   chunks: chunkCount, chunk_text_bytes: stats.storage.chunk_text_bytes,
-  insert_ms_per_10000_chunks: round1(insertMs / (chunkCount / CHUNKS_A_CALL)),
+  insert_ms_per_10000_chunks: roundTo(insertMs / (chunkCount / CHUNKS_A_CALL), 1),
   api,
   delete_rows_ms: Math.round(deleteMs),
 });

@@ -29,7 +29,6 @@ export async function serviceInProcess(name: string) {
   const baseUrl = `http://127.0.0.1:${port}`;
   const { key } = await bootstrapAdmin(baseUrl);
   return {
-    database: databaseUrl ? 'postgresql' as const : 'pglite' as const,
     services,
     baseUrl,
     key,

@@ -26,17 +26,18 @@ for (const backend of testBackends()) {
       return existsSync(dir) ? readdirSync(dir) : [];
     };
     const base = '/v1/collections/sessions/uploads';
-    const open = async (payload?: Record<string, unknown>) => {
-      const response = await app.inject({ method: 'POST', url: base, headers: admin, ...(payload ? { payload } : {}) });
+    // Each helper acts on the sessions of `sessions` (a collection's uploads path), the collection "sessions" unless told.
+    const open = async (payload?: Record<string, unknown>, sessions = base) => {
+      const response = await app.inject({ method: 'POST', url: sessions, headers: admin, ...(payload ? { payload } : {}) });
       t.equal(response.statusCode, 201, response.body.slice(0, 200));
       return response.json();
     };
-    const put = (id: string, files: Array<{ filename: string; content: string | Buffer; contentType?: string; field?: string }>) => {
+    const put = (id: string, files: Array<{ filename: string; content: string | Buffer; contentType?: string; field?: string }>, sessions = base) => {
       const body = multipartUpload(files.map((file) => ({ contentType: 'text/plain', ...file })));
-      return app.inject({ method: 'PUT', url: `${base}/${id}/files`, headers: { ...admin, ...body.headers }, payload: body.payload });
+      return app.inject({ method: 'PUT', url: `${sessions}/${id}/files`, headers: { ...admin, ...body.headers }, payload: body.payload });
     };
-    const get = async (id: string) => (await app.inject({ url: `${base}/${id}`, headers: admin })).json();
-    const complete = (id: string) => app.inject({ method: 'POST', url: `${base}/${id}/complete`, headers: admin });
+    const get = async (id: string, sessions = base) => (await app.inject({ url: `${sessions}/${id}`, headers: admin })).json();
+    const complete = (id: string, sessions = base) => app.inject({ method: 'POST', url: `${sessions}/${id}/complete`, headers: admin });
     const cancel = (id: string) => app.inject({ method: 'DELETE', url: `${base}/${id}`, headers: admin });
 
     await t.test('open, add files in several requests, complete: one batch of documents', async (t) => {
@@ -145,20 +146,17 @@ for (const backend of testBackends()) {
     await t.test('a completion the metadata_schema refuses since the session opened: 400, the session open with its files', async (t) => {
       t.equal((await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'schema-sessions' } })).statusCode, 201);
       const sessions = '/v1/collections/schema-sessions/uploads';
-      const opened = await app.inject({ method: 'POST', url: sessions, headers: admin, payload: { metadata: { team: 'a' } } });
-      t.equal(opened.statusCode, 201, opened.body);
-      const id = opened.json().id as string;
-      const body = multipartUpload([{ filename: 'voles.txt', content: paragraph('Voles'), contentType: 'text/plain' }]);
-      t.equal((await app.inject({ method: 'PUT', url: `${sessions}/${id}/files`, headers: { ...admin, ...body.headers }, payload: body.payload })).statusCode, 200);
+      const { id } = await open({ metadata: { team: 'a' } }, sessions);
+      t.equal((await put(id, [{ filename: 'voles.txt', content: paragraph('Voles') }], sessions)).statusCode, 200);
       const schema = (metadata_schema: unknown) => app.inject({ method: 'PATCH', url: '/v1/collections/schema-sessions', headers: admin, payload: { metadata_schema } });
       t.equal((await schema({ type: 'object', required: ['owner'] })).statusCode, 200);
 
-      assertError(t, await app.inject({ method: 'POST', url: `${sessions}/${id}/complete`, headers: admin }), 400, /owner/, 'complete');
-      t.match((await app.inject({ url: `${sessions}/${id}`, headers: admin })).json(), { status: 'open', file_count: 1, batch_id: null }, 'open again, its file kept');
+      assertError(t, await complete(id, sessions), 400, /owner/, 'complete');
+      t.match(await get(id, sessions), { status: 'open', file_count: 1, batch_id: null }, 'open again, its file kept');
       t.equal((await app.inject({ url: '/v1/collections/schema-sessions/documents', headers: admin })).json().total, 0, 'no document');
 
       t.equal((await schema(null)).statusCode, 200);
-      const completed = await app.inject({ method: 'POST', url: `${sessions}/${id}/complete`, headers: admin });
+      const completed = await complete(id, sessions);
       t.equal(completed.statusCode, 202, completed.body);
       t.equal((await app.inject({ url: '/v1/collections/schema-sessions/documents', headers: admin })).json().total, 1, 'completed once the schema allows it');
     });
