@@ -319,6 +319,14 @@ t.test('text without spaces splits at 。！？ and 、, and hard splits overlap
     'とても長い説明が続きます。次の文もまた長く続いていきます！本当にそうですか？これは日本語の文章です、とても長い説明が続きます。',
     'とても長い説明が続きます。次の文もまた長く続いていきます！本当にそうですか？これは日本語の文章です、とても長い説明が続きます。次の文もまた長く続いていきます！本当にそうですか？',
   ]);
+  // With 。 the only sentence end, the overlap still opens on a sentence, not after the 、 before it
+  // or mid-word ("た長く続いて...").
+  const periodsOnly = 'これは日本語の文章です、とても長い説明が続きます。次の文もまた長く続いていきます。本当にそうですね。'.repeat(4);
+  for (const chunkOverlap of [20, 30, 40]) {
+    const chunks = chunkElements([paragraph(periodsOnly)], { chunkSize: 100, chunkOverlap, strategy: 'recursive' });
+    t.ok(chunks.length > 2, `overlap ${chunkOverlap}: ${chunks.length} chunks`);
+    t.same(chunks.slice(1).map((chunk) => periodsOnly[(chunk.charStart as number) - 1]), chunks.slice(1).map(() => '。'), `overlap ${chunkOverlap}: each chunk opens after a 。`);
+  }
   // A token longer than a chunk is cut short enough that the next piece fits beside its overlap.
   const token = 'abcdefghij'.repeat(5);
   for (const strategy of ['recursive', 'paragraph'] as const) {

@@ -54,6 +54,17 @@ for (const backend of testBackends()) {
       t.match((await get('patched')).json(), { metadata_schema: kept, description: null }, 'the collection is unchanged');
     });
 
+    await t.test('an enum listing a value twice, objects in either key order: 400 at create, nothing created', async (t) => {
+      const twice = { scalar: ['red', 'red'], object: [{ a: 1, b: [2, { c: 3, d: 4 }] }, { b: [2, { d: 4, c: 3 }], a: 1 }] };
+      for (const [what, values] of Object.entries(twice)) {
+        const response = await create({ name: 'twice', metadata_schema: schemaWith({ a: { enum: values } }) });
+        assertError(t, response, 400, /^metadata_schema is not a valid JSON Schema: .*enum must NOT have duplicate items/, what);
+      }
+      t.equal((await get('twice')).statusCode, 404, 'no collection');
+      const distinct = [{ a: 1, b: [2, { c: 3, d: 4 }] }, { a: 1, b: [{ c: 3, d: 4 }, 2] }];
+      t.equal((await create({ name: 'twice', metadata_schema: schemaWith({ a: { enum: distinct } }) })).statusCode, 201, 'the same items in another order are another value');
+    });
+
     await t.test('a $ref that resolves to nothing: 400 at create, nothing created', async (t) => {
       for (const [what, ref] of [['a missing definition', '#/definitions/nope'], ['another document', 'https://example.com/schema.json']]) {
         const response = await create({ name: 'unresolved', metadata_schema: schemaWith({ a: { $ref: ref } }) });

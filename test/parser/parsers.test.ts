@@ -221,7 +221,7 @@ let x = 1;
   if (x) {   y(); }
 </code></pre>
 <aside><header>ad</header><p>advertisement</p></aside>
-<h3>Deep</h3><p>deep &lt;text&gt;&nbsp;here</p>
+<h3>Deep <em>dive</em></h3><p>deep &lt;text&gt;&nbsp;here</p>
 <h2>Other</h2><p>other text</p>
 </article></main>
 <footer>copyright</footer>
@@ -229,7 +229,7 @@ let x = 1;
 <noscript>enable js</noscript>
 </body></html>`;
 
-t.test('html: element types, heading paths, skipped chrome, entities, whitespace', async (t) => {
+t.test('html: element types, heading paths, inline markup in headings, skipped chrome, entities, whitespace', async (t) => {
   const document = await parse(htmlParserPlugin, 'page.html', html);
   t.same(outline(document.elements), [
     ['heading', 'Guide & Notes', [], 1],
@@ -243,8 +243,8 @@ t.test('html: element types, heading paths, skipped chrome, entities, whitespace
     ['paragraph', 'Sizes', ['Guide & Notes', 'Install']],
     ['table', 'name | value\na | 1\nb < c | 2', ['Guide & Notes', 'Install']],
     ['code', 'let x = 1;\n  if (x) {   y(); }', ['Guide & Notes', 'Install']],
-    ['heading', 'Deep', ['Guide & Notes', 'Install'], 3],
-    ['paragraph', 'deep <text> here', ['Guide & Notes', 'Install', 'Deep']],
+    ['heading', 'Deep dive', ['Guide & Notes', 'Install'], 3],
+    ['paragraph', 'deep <text> here', ['Guide & Notes', 'Install', 'Deep dive']],
     ['heading', 'Other', ['Guide & Notes'], 2],
     ['paragraph', 'other text', ['Guide & Notes', 'Other']],
   ]);
@@ -252,8 +252,8 @@ t.test('html: element types, heading paths, skipped chrome, entities, whitespace
   t.equal(document.title, 'My Page');
 });
 
-t.test('html: title falls back to the first h1; unclosed tags still produce elements', async (t) => {
-  const document = await parse(htmlParserPlugin, 'x.htm', '<h1>Only heading</h1><p>first<p>second<ul><li>a<li>b</ul>');
+t.test('html: title falls back to the first h1; unclosed tags still produce elements; an empty heading is none', async (t) => {
+  const document = await parse(htmlParserPlugin, 'x.htm', '<h1>Only heading</h1><h2 id="anchor"> </h2><p>first<p>second<ul><li>a<li>b</ul>');
   t.equal(document.title, 'Only heading');
   t.same(outline(document.elements), [
     ['heading', 'Only heading', [], 1],

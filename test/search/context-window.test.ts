@@ -1,8 +1,8 @@
 /**
  * `context_window` through the HTTP API, on both backends: each result carries its chunk with its
  * document's neighbouring chunks as one text, their overlap written once; the window stops at the
- * document's ends; raw vectors get null; every query form; chunks written before their offsets
- * were stored; bad input.
+ * document's ends; a one-chunk document's window is that chunk; raw vectors get null; every query
+ * form; chunks written before their offsets were stored; bad input.
  */
 import t, { type Test } from 'tap';
 import { MAX_CONTEXT_WINDOW } from '../../src/search/context-window.js';
@@ -105,6 +105,17 @@ for (const backend of testBackends()) {
         t.same([context!.first_chunk_index, context!.last_chunk_index], [first, last], `chunk ${index}: its window`);
         t.equal(context!.text, chunks.slice(first, last + 1).map((chunk) => chunk.text).join('\n\n'), `chunk ${index}: each chunk whole, once, in order`);
       }
+    });
+
+    await t.test('the window of a document of one chunk is that chunk', async (t) => {
+      const single = multipartUpload([{ filename: 'note.txt', content: 'A short note about kilo and lima.', contentType: 'text/plain' }]);
+      const stored = await app.inject({ method: 'POST', url: '/v1/collections/windows/documents', headers: { ...admin, ...single.headers }, payload: single.payload });
+      t.equal(stored.statusCode, 202, stored.body);
+      await waitForIngestion(app, 'windows', admin);
+      const answer = await query({ query: 'kilo', context_window: 2 });
+      t.same(answer.results.map((result) => [result.document_id, result.chunk_index, result.context]), [
+        [stored.json().id, 0, { text: 'A short note about kilo and lima.', first_chunk_index: 0, last_chunk_index: 0 }],
+      ]);
     });
 
     await t.test('bad input is a 400 naming the field', async (t) => {

@@ -187,6 +187,10 @@ for (const backend of testBackends()) {
         t, await request('POST', url, { query: 'moon', document_ids: [weakId, ...unknown] }), 404,
         `document_ids: documents ${unknown.slice(0, 5).join(', ')} and 2 more not found in collection moon`, 'seven unknown:',
       );
+      assertError(
+        t, await request('POST', url, { query: 'moon', document_ids: [weakId, ...unknown.slice(0, 5)] }), 404,
+        `document_ids: documents ${unknown.slice(0, 5).join(', ')} not found in collection moon`, 'five unknown, all named:',
+      );
       const upper = await query('moon', { query: 'moon', search_mode: 'keyword', min_score: -1, document_ids: [weakId!.toUpperCase()] });
       t.same(upper.results.map((result) => result.document_id), [weakId], 'an id in upper case is the same document');
 
