@@ -29,7 +29,7 @@ t.test('builtInParsers lists every format', async (t) => {
   t.ok(parsers[2].contentTypes.includes('text/html') && parsers[2].extensions.includes('htm'));
 });
 
-t.test('text: paragraphs on blank lines, BOM stripped, Latin-1 fallback', async (t) => {
+t.test('text: paragraphs on blank lines, BOM stripped, Latin-1 fallback, stray bytes in UTF-8', async (t) => {
   const document = await parse(textParserPlugin, 'notes.txt', '\uFEFFFirst line\r\nstill first.\r\n\r\n  \t \n\nSecond paragraph.\n\n\n');
   t.same(outline(document.elements), [
     ['paragraph', 'First line\nstill first.', []],
@@ -40,6 +40,10 @@ t.test('text: paragraphs on blank lines, BOM stripped, Latin-1 fallback', async 
   // "café crème" in Latin-1: 0xE9 and 0xE8 alone are invalid UTF-8.
   const latin1 = Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0x63, 0x72, 0xe8, 0x6d, 0x65]);
   t.same(outline((await parse(textParserPlugin, 'menu.txt', latin1)).elements), [['paragraph', 'café crème', []]]);
+  // UTF-8 but for two stray Windows-1252 bytes (é, and 0x80, the euro sign): the two-byte sequences
+  // led by 0xC2 ("£", "°"), the three- and four-byte ones ("—", "京", "🙂") and the rest stay UTF-8, each stray byte is read alone.
+  const stray = Buffer.concat([Buffer.from('Caf'), Buffer.from([0xe9]), Buffer.from(' prices — £5 at 20°C in 東京, naïve '), Buffer.from([0x80]), Buffer.from('3 🙂')]);
+  t.same(outline((await parse(textParserPlugin, 'prices.txt', stray)).elements), [['paragraph', 'Café prices — £5 at 20°C in 東京, naïve €3 🙂', []]]);
   // Valid UTF-8 is never reinterpreted.
   t.same(outline((await parse(textParserPlugin, 'menu.txt', 'café crème')).elements), [['paragraph', 'café crème', []]]);
   // Windows "Unicode" (UTF-16 LE with BOM).
@@ -82,6 +86,10 @@ x += 1;
 
 > quoted
 > text
+>
+> a second quoted paragraph
+>
+> ---
 
 ### Deep
 
@@ -102,7 +110,8 @@ t.test('markdown: element types, heading paths, title and front matter', async (
     ['list', '3. three\n4. four', ['Guide & Notes', 'Install']],
     ['table', 'name | value\na | 1', ['Guide & Notes', 'Install']],
     ['code', 'let x = 1;\n\nx += 1;', ['Guide & Notes', 'Install']],
-    ['paragraph', 'quoted text', ['Guide & Notes', 'Install']],
+    // A quote's paragraphs are its lines; its blank lines and rule add none.
+    ['paragraph', 'quoted text\na second quoted paragraph', ['Guide & Notes', 'Install']],
     ['heading', 'Deep', ['Guide & Notes', 'Install'], 3],
     ['paragraph', 'deep text', ['Guide & Notes', 'Install', 'Deep']],
     ['heading', 'Second', [], 1],
@@ -264,13 +273,13 @@ t.test('html: title falls back to the first h1; unclosed tags still produce elem
   t.same((await parse(htmlParserPlugin, 'empty.html', '<html><body><script>x()</script></body></html>')).elements, []);
 });
 
-t.test('html: cookie banners, chrome landmarks and hidden elements (attribute, aria, inline style) are dropped; recipe cookies are not', async (t) => {
+t.test('html: cookie banners, chrome landmarks (their role in any case and spacing) and hidden elements (attribute, aria, inline style) are dropped; recipe cookies are not', async (t) => {
   const page = `<html><body>
 <div id="onetrust-banner-sdk"><p>We use cookies to improve your experience.</p><button>Accept all</button></div>
 <div class="cookie-consent-wrapper"><p>Manage cookie preferences</p></div>
 <section class="gdpr-notice">Your privacy matters</section>
 <div role="navigation"><a href="/">Home</a></div>
-<div role="contentinfo">Site footer text</div>
+<div role=" ContentInfo ">Site footer text</div>
 <p hidden>hidden text</p><div aria-hidden="true">decorative</div>
 <iframe src="https://ads.example.com">fallback</iframe>
 <main><h1>Oatmeal cookies</h1>
