@@ -165,6 +165,9 @@ t.test('csv and tsv: a row per element as "column: value" lines, header in metad
   const ragged = await parse(csvParserPlugin, 'ragged.csv', 'a,b\n1,2,3\n4\n\n\n');
   t.same(ragged.elements.map((element) => element.text), ['a: 1\nb: 2\ncolumn 3: 3', 'a: 4'], 'ragged rows, blank lines skipped');
   t.same((await parse(csvParserPlugin, 'empty.csv', '\n\n')).elements, []);
+  // A quote inside an unquoted value (inches) is part of it; a row of empty values is no row.
+  const inches = await parse(csvParserPlugin, 'screens.csv', 'model,size\nTV-1,55" panel\n,\nTV-2,65" panel\n');
+  t.same(inches.elements.map((element) => element.text), ['model: TV-1\nsize: 55" panel', 'model: TV-2\nsize: 65" panel'], 'a quote mid-value, an empty row');
   t.match(await parseFailure(csvParserPlugin, 'bad.csv', 'a,b\n"never closed,2\n'), /^CSV line 2: Quote Not Closed/);
 });
 

@@ -102,6 +102,11 @@ t.test('text: the name picks among text formats; the content decides when the na
   t.same(await choose('upload', sampleTsv), ['csv', 'text/tab-separated-values'], 'sniffed TSV');
   t.same(await choose('upload', '# Title\n\nSome *markdown* text.\n'), ['markdown', 'text/markdown'], 'sniffed Markdown');
   t.same(await choose('upload', 'Dear reader, this is a letter.\nYours, me.\n'), ['text', 'text/plain'], 'prose with a comma a line is not CSV');
+  const twoColumns = 'name,depth\nbay,4\ncove,7\nreef,2\nsound,9\n';
+  t.same(await choose('upload', twoColumns), ['csv', 'text/csv'], 'one comma a line on five lines is a two-column CSV');
+  t.same(await choose('upload', twoColumns.split('\n').slice(0, 4).join('\n')), ['text', 'text/plain'], 'but not on four');
+  t.same(await choose('upload', 'Run this:\n\n```\nmake all\n```\n'), ['markdown', 'text/markdown'], 'sniffed Markdown: a fence alone');
+  t.same(await choose('upload', 'See [the guide](https://example.com/guide) first.\n'), ['markdown', 'text/markdown'], 'sniffed Markdown: a link alone');
   t.same(await choose('upload', '<html><body>hi</body></html>'), ['html', 'text/html'], 'sniffed HTML');
 });
 
