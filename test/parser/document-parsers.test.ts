@@ -189,6 +189,8 @@ t.test('json and jsonl: records flattened to "path: value" lines', async (t) => 
     ['level: warn\nmessage: fog warning\nvisibility_m: 150', { line: 3 }],
   ]);
   t.same((await parse(jsonParserPlugin, 'log.json', sampleJsonl)).elements, lines.elements, 'JSON Lines named .json');
+  const spaced = await parse(jsonParserPlugin, 'spaced.jsonl', '{"a": 1}\n  \t\n{"a": 2}\n ');
+  t.same(spaced.elements.map((element) => [element.text, element.metadata]), [['a: 1', { line: 1 }], ['a: 2', { line: 3 }]], 'a line of spaces is a blank line');
   t.same((await parse(jsonParserPlugin, 'blank.json', '  \n')).elements, []);
   t.match(await parseFailure(jsonParserPlugin, 'bad.json', '{"a": 1,'), /^JSON: not valid JSON \(/);
   t.match(await parseFailure(jsonParserPlugin, 'bad.jsonl', '{"a":1}\n{"b":\n'), /^JSONL line 2: not valid JSON \(/);
