@@ -164,6 +164,11 @@ for (const backend of testBackends()) {
       // Vectors are matched to texts by index: one that names no text sent is refused, not stored on the wrong chunk.
       ['an index that names no text sent', { status: 200, body: { data: [{ index: 1, embedding: Array.from({ length: 64 }, () => 0.125) }], usage: { prompt_tokens: 3 } } },
         /^embedding failed: openai answered with an unexpected body: "data" indexes must be 0 to 0, one each; found 1 at position 0$/],
+      // A null or a number sent as text would be stored as 0 or NaN, a vector that matches nothing.
+      ['a vector holding a value that is no number', { status: 200, body: { data: [{ index: 0, embedding: [...Array.from({ length: 63 }, () => 0.125), null] }], usage: { prompt_tokens: 3 } } },
+        /^embedding failed: openai returned an embedding that is not a list of numbers$/],
+      ['a vector holding a number as text', { status: 200, body: { data: [{ index: 0, embedding: [...Array.from({ length: 63 }, () => 0.125), '0.125'] }], usage: { prompt_tokens: 3 } } },
+        /^embedding failed: openai returned an embedding that is not a list of numbers$/],
     ];
     for (const [what, fault, message] of failures) {
       await t.test(`${what}: the document fails at once with the reason`, async (t) => {
