@@ -5,6 +5,7 @@
  */
 import t from 'tap';
 import { ConfigError } from '../../src/config.js';
+import { SETTINGS_BY_KEY, settingFromEnvironment } from '../../src/settings/setting-definitions.js';
 import { SettingsService } from '../../src/settings/settings.service.js';
 import { ADMIN, adminTestApp, testBackends } from '../support/test-app.js';
 
@@ -96,4 +97,7 @@ t.test('a value the setting does not take stops the start, naming the variable',
   }
   t.doesNotThrow(() => new SettingsService(unused, { QUERY_CACHE_TTL_S: ' 0 ', EMBEDDING_CACHE_ENABLED: '1', SESSION_COOKIE_SECURE: '' }), 'zero, 1 and an empty value (unset) are accepted');
   t.doesNotThrow(() => new SettingsService(unused, { DEFAULT_CHUNK_SIZE: '1000', DEFAULT_CHUNK_OVERLAP: '900' }), 'an overlap above the default size, under the size set with it');
+  const cacheEnabled = SETTINGS_BY_KEY.get('embedding_cache_enabled')!;
+  const words = ['0', '1', 'false', ' TRUE '];
+  t.same(words.map((raw) => settingFromEnvironment(cacheEnabled, { EMBEDDING_CACHE_ENABLED: raw })), [false, true, false, true], 'a boolean from 0, 1, false, true');
 });
