@@ -143,6 +143,10 @@ t.test('zip limits: entry count, total size and ratio are judged from the declar
   t.equal(declaredSizeProblem(Array.from({ length: 10 }, (_, index) => entry(4 * MB, 20_000, `p${index}`)), officeDocumentLimits), undefined, '40 MB in all is under the ratio bar');
   t.match(declaredSizeProblem(Array.from({ length: 12 }, (_, index) => entry(5 * MB, 20_000, `p${index}`)), officeDocumentLimits), /^it would inflate 262× to 60\.0 MB \(limit 100× above 50\.0 MB\)$/, 'the archive as a whole');
   t.match(declaredSizeProblem(Array.from({ length: 10_001 }, () => entry(10, 10)), officeDocumentLimits), /10001 entries \(limit 10000\)/);
+  // The limits are the last values allowed.
+  t.equal(declaredSizeProblem(Array.from({ length: 10_000 }, () => entry(10, 10)), officeDocumentLimits), undefined, '10,000 entries');
+  t.equal(declaredSizeProblem([entry(50 * MB, 100_000)], officeDocumentLimits), undefined, 'an entry of 50 MB, however compressed');
+  t.equal(declaredSizeProblem([entry(60 * MB, 60 * MB / 100)], officeDocumentLimits), undefined, 'an entry of exactly 100×');
 });
 
 t.test('csv and tsv: a row per element as "column: value" lines, header in metadata', async (t) => {
