@@ -1,6 +1,6 @@
 /**
  * OpenDocument files written as LibreOffice writes them: the `mimetype` entry first and stored
- * (how the format is recognised), a manifest, meta.xml, and content.xml whose body the test gives
+ * (how the format is recognised), folder entries, a manifest, meta.xml, and content.xml whose body the test gives
  * as ODF XML, so the parsers are tested on the markup real documents and spreadsheets have.
  */
 import { buildZip, type ZipEntry } from './document-fixtures.js';
@@ -38,6 +38,9 @@ function buildOpenDocument(kind: keyof typeof kinds, { body, meta, pictures = {}
     + `<office:automatic-styles/><office:body><${bodyElement}>${declarations}${body}</${bodyElement}></office:body></office:document-content>`;
   const entries: ZipEntry[] = [
     { name: 'mimetype', data: Buffer.from(mimetype), stored: true },
+    // LibreOffice lists the empty folders of its user interface settings before content.xml.
+    { name: 'Configurations2/toolbar/', data: Buffer.alloc(0), stored: true },
+    { name: 'Configurations2/floater/', data: Buffer.alloc(0), stored: true },
     {
       name: 'META-INF/manifest.xml',
       data: Buffer.from('<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.3">'
