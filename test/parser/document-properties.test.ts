@@ -103,17 +103,18 @@ t.test('markdown: an inline <meta name="author"> block says nothing about the fi
   t.notOk(document.metadata && 'author' in document.metadata, 'but not a Markdown file\'s');
 });
 
-t.test('docx: core.xml creator, description, keywords and dates', async (t) => {
+t.test('docx: core.xml creator, description (with character references), keywords and dates', async (t) => {
   const document = await parse(docxParserPlugin, 'rules.docx', docxWithCore(
     '<dc:title>Harbour Rules</dc:title><dc:creator> Ada &amp;\n Co </dc:creator><dc:subject>Ignored beside a description</dc:subject>'
-    + '<dc:description>Rules of the harbour</dc:description><cp:keywords>harbour; pilots, tides, harbour</cp:keywords>'
+    // Character references, decimal and hexadecimal (x or X); one past U+10FFFF names no character and stays as written.
+    + '<dc:description>Rules of the harbour &#8211; caf&#xE9; &#X41; &#1114112;</dc:description><cp:keywords>harbour; pilots, tides, harbour</cp:keywords>'
     + '<dcterms:created xsi:type="dcterms:W3CDTF">2024-01-31T12:00:00+01:00</dcterms:created>'
     + '<dcterms:modified xsi:type="dcterms:W3CDTF">2024-02-02T08:30:00Z</dcterms:modified>',
   ));
   t.equal(document.title, 'Harbour Rules', 'the title stays dc:title');
   t.same(document.metadata, {
     author: 'Ada & Co',
-    description: 'Rules of the harbour',
+    description: 'Rules of the harbour \u2013 café A &#1114112;',
     keywords: ['harbour', 'pilots', 'tides'],
     created_at: '2024-01-31T11:00:00.000Z',
     modified_at: '2024-02-02T08:30:00.000Z',

@@ -1,10 +1,11 @@
 /**
  * Excel workbooks through the API: a heading per sheet, each row an element of "column: value"
- * lines with its sheet and row, dates as ISO dates; empty sheets left out;
- * damaged workbooks fail naming the stage.
+ * lines with its sheet and row, dates as ISO dates; empty sheets and rows left out; the title and
+ * properties of docProps/core.xml; damaged workbooks fail naming the stage.
  */
 import t from 'tap';
 import writeXlsxFile from 'write-excel-file/node';
+import { officeDocumentLimits, inspectZipArchive } from '../../src/parsing/zip-inspection.js';
 import { buildZip } from '../support/document-fixtures.js';
 import { adminTestApp, createTestCollection, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
 
@@ -59,6 +60,27 @@ for (const backend of testBackends()) {
       const query = await app.inject({ method: 'POST', url: '/v1/collections/sheets/query', headers: admin, payload: { query: 'Morning Star length', search_mode: 'keyword' } });
       t.equal(query.statusCode, 200, query.body);
       t.match(query.json().results[0], { text: /Length \(m\): 142\.5/, metadata: { heading_path: ['Vessels'] } }, 'a row found says what its numbers are');
+    });
+
+    await t.test('a workbook\'s core properties give its title and author; an empty row is no element', async (t) => {
+      const written = await writeXlsxFile([
+        { sheet: 'Log', data: [[{ value: 'Entry' }], [{ value: 'Pilot boarded at dawn.' }], [null], [{ value: 'Fog lifted by noon.' }]] },
+      ]).toBuffer();
+      // write-excel-file writes no docProps/core.xml: Excel's is added beside its parts.
+      const parts = await inspectZipArchive(written, 'XLSX', officeDocumentLimits, () => true);
+      const core = '<?xml version="1.0" encoding="UTF-8"?><cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" '
+        + 'xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Harbour log</dc:title><dc:creator>Ada</dc:creator></cp:coreProperties>';
+      const workbook = buildZip([...[...parts].map(([name, data]) => ({ name, data })), { name: 'docProps/core.xml', data: Buffer.from(core) }]);
+      const created = await upload('log.xlsx', workbook);
+      t.equal(created.statusCode, 202, created.body);
+      await waitForIngestion(app, 'sheets', admin);
+      const id = created.json().id as string;
+      const document = (await app.inject({ url: `/v1/collections/sheets/documents/${id}`, headers: admin })).json();
+      t.equal(document.status, 'ready', document.error ?? '');
+      t.equal(document.title, 'Harbour log');
+      t.match(document.source_metadata, { author: 'Ada', sheets: ['Log'], rows: 2 });
+      const elements = (await app.inject({ url: `/v1/collections/sheets/documents/${id}/elements`, headers: admin })).json().data as Element[];
+      t.same(elements.map((element) => element.text), ['Log', 'Entry: Pilot boarded at dawn.', 'Entry: Fog lifted by noon.']);
     });
 
     await t.test('a damaged workbook fails naming the stage', async (t) => {
