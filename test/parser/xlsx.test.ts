@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import writeXlsxFile from 'write-excel-file/node';
-import { officeDocumentLimits, inspectZipArchive } from '../../src/parsing/zip-inspection.js';
+import { inspectZipArchive, officeDocumentLimits } from '../../src/parsing/zip-inspection.js';
 import { buildZip } from '../support/document-fixtures.js';
 import { adminTestApp, createTestCollection, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
 

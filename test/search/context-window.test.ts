@@ -6,7 +6,7 @@
  */
 import t, { type Test } from 'tap';
 import { MAX_CONTEXT_WINDOW } from '../../src/search/context-window.js';
-import { adminTestApp, multipartUpload, testBackends, waitForIngestion } from '../support/test-app.js';
+import { adminTestApp, testBackends, uploadDocument, waitForIngestion } from '../support/test-app.js';
 import { assertError } from '../support/assertions.js';
 import { jsonRequests } from '../support/json-requests.js';
 
@@ -32,8 +32,7 @@ for (const backend of testBackends()) {
     }
 
     await ok('POST', '/v1/collections', { name: 'windows', chunk_size: 120, chunk_overlap: 40, chunk_strategy: 'recursive' });
-    const form = multipartUpload([{ filename: 'phonetic.txt', content: DOCUMENT, contentType: 'text/plain' }]);
-    const uploaded = await app.inject({ method: 'POST', url: '/v1/collections/windows/documents', headers: { ...admin, ...form.headers }, payload: form.payload });
+    const uploaded = await uploadDocument(app, admin, 'windows', { filename: 'phonetic.txt', content: DOCUMENT, contentType: 'text/plain' });
     t.equal(uploaded.statusCode, 202, uploaded.body);
     const documentId = uploaded.json().id as string;
     const [document] = await waitForIngestion(app, 'windows', admin);
@@ -108,8 +107,7 @@ for (const backend of testBackends()) {
     });
 
     await t.test('the window of a document of one chunk is that chunk', async (t) => {
-      const single = multipartUpload([{ filename: 'note.txt', content: 'A short note about kilo and lima.', contentType: 'text/plain' }]);
-      const stored = await app.inject({ method: 'POST', url: '/v1/collections/windows/documents', headers: { ...admin, ...single.headers }, payload: single.payload });
+      const stored = await uploadDocument(app, admin, 'windows', { filename: 'note.txt', content: 'A short note about kilo and lima.', contentType: 'text/plain' });
       t.equal(stored.statusCode, 202, stored.body);
       await waitForIngestion(app, 'windows', admin);
       const answer = await query({ query: 'kilo', context_window: 2 });
