@@ -180,6 +180,18 @@ if (!process.env.TEST_DATABASE_URL) {
     t.ok(afterWrites.timings.range_index_ms !== undefined, 'after writes, still through the index');
     t.same(afterWrites.ids, exactTop(rows, filters['a number range'], embedding), 'and the answer follows the writes');
 
+    // 1,500 rows written after the statistics were gathered, at a value they never saw: the estimate
+    // says none are in range, and the read finds more than a top 10 ranks by key (6 x sqrt(10 x 3,020)
+    // = 1,043), so the query goes on without the index instead of ranking a cut of the range.
+    const unseen = new Map<string, Row>();
+    for (const [id, row] of [...makeRows(seededRandom(9))].slice(0, 1_500)) unseen.set(`late-${id}`, { ...row, metadata: { ...row.metadata, batch: 500 } });
+    await upsertRows(app, admin, 'shelves', unseen);
+    for (const [id, row] of unseen) rows.set(id, row);
+    const late = await query(app, admin, 'shelves', { search_mode: 'semantic', embedding, filters: { batch: { $gte: 400 } } });
+    t.equal(late.timings.range_index_ms, undefined, 'a range the statistics missed, too wide to rank by key, is not ranked by key');
+    t.equal(late.ids.length, TOP_K, 'and is answered all the same');
+    t.ok(late.ids.every((id) => rows.get(id)!.metadata.batch === 500), 'from the rows in range');
+
     const deleted = await app.inject({ method: 'DELETE', url: '/v1/collections/shelves', headers: admin });
     t.equal(deleted.statusCode, 204, deleted.body);
     t.same(await rangeIndexNames(services.sql), [], 'the collection\'s range indexes went with it');
