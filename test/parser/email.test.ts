@@ -125,6 +125,24 @@ for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[nu
         ['heading', 'Tides', ['Harbour news']],
         ['paragraph', 'Spring tides peak on Friday.', ['Harbour news', 'Tides']],
       ], 'an HTML-only message is read as a web page, scripts dropped');
+      const news = (await app.inject({ url: `/v1/collections/mail/documents/${untyped.json().id}`, headers: admin })).json();
+      t.notOk('cc' in news.source_metadata || 'to' in news.source_metadata, 'no To or Cc header, no key');
+    });
+
+    await t.test('a message without a subject: no title, and no blank heading above its text', async (t) => {
+      const created = await uploadDocument(app, admin, 'mail', { filename: 'untitled.eml', content: HTML_ONLY_MAIL.replace('Subject: Harbour news\r\n', ''), contentType: 'message/rfc822' });
+      t.equal(created.statusCode, 202, created.body);
+      await waitForIngestion(app, 'mail', admin);
+      const id = created.json().id as string;
+      const document = (await app.inject({ url: `/v1/collections/mail/documents/${id}`, headers: admin })).json();
+      t.equal(document.status, 'ready', document.error ?? '');
+      t.equal(document.title, null);
+      const elements = (await app.inject({ url: `/v1/collections/mail/documents/${id}/elements`, headers: admin })).json().data as Element[];
+      t.same(elements.map((element) => [element.type, element.text, element.heading_path]), [
+        ['paragraph', 'From: newsletter@harbour.example', []],
+        ['heading', 'Tides', []],
+        ['paragraph', 'Spring tides peak on Friday.', ['Tides']],
+      ]);
     });
   });
 }
