@@ -2,6 +2,7 @@
  * UPLOAD_SESSION_EXPIRY_HOURS (upload-session-expiry.ts): an open upload session given no file for
  * that long is cancelled, as expired, and its stored files are removed; its client's next request
  * is a 409 saying so. Sessions given files since, completing ones and the expiry's 0 are left alone.
+ * A start expires at once the sessions that went idle while the service was down.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -10,7 +11,7 @@ import t, { type Test } from 'tap';
 import { assertError } from '../support/assertions.js';
 import { startStreamedRequest } from '../support/streamed-request.js';
 import { waitUntil } from '../support/wait-until.js';
-import { buildTestApp, multipartUpload, setupAdmin, testBackends } from '../support/test-app.js';
+import { buildTestApp, multipartUpload, restartableTestApp, setupAdmin, testBackends } from '../support/test-app.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -76,6 +77,25 @@ for (const backend of testBackends()) {
     t.equal((await api.put(busy.id, 'again.txt')).statusCode, 200, 'a file resets the clock');
     t.equal(await api.ctx.services.uploadSessionExpiry.expireIdle(), 0);
     t.match(await api.get(busy.id), { status: 'open', file_count: 2 });
+  });
+
+  t.test(`${backend}: a start expires the sessions that went idle while the service was down, without waiting a round`, async (t) => {
+    const lives = await restartableTestApp(t, backend, 'rs-expiry-start-');
+    const expiry = { uploadSessionExpiryMs: 24 * HOUR_MS };
+    const first = await lives.restart(expiry);
+    const admin = { cookie: await setupAdmin(first.app) };
+    t.equal((await first.app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'drafts' } })).statusCode, 201);
+    const session = (await first.app.inject({ method: 'POST', url: '/v1/collections/drafts/uploads', headers: admin })).json() as { id: string };
+    const body = multipartUpload([{ filename: 'left.txt', content: 'A note left in a session nobody finished.', contentType: 'text/plain' }]);
+    t.equal((await first.app.inject({ method: 'PUT', url: `/v1/collections/drafts/uploads/${session.id}/files`, headers: { ...admin, ...body.headers }, payload: body.payload })).statusCode, 200);
+    // Its last file came 25 hours ago, then the service stopped (its next round was 10 minutes away).
+    await first.services.sql(`update upload_sessions set updated_at = now() - interval '25 hours' where id = ?`, [session.id]);
+
+    const { app } = await lives.restart(expiry);
+    const status = async () => (await app.inject({ url: `/v1/collections/drafts/uploads/${session.id}`, headers: admin })).json() as { status: string; expired: boolean };
+    // The next round is 10 minutes away: only the one at start can expire it within the wait.
+    await waitUntil(async () => (await status()).status === 'cancelled', 'the session expired');
+    t.match(await status(), { status: 'cancelled', expired: true });
   });
 
   t.test(`${backend}: UPLOAD_SESSION_EXPIRY_HOURS 0: sessions never expire`, async (t) => {
