@@ -11,25 +11,15 @@ import t, { type Test } from 'tap';
 import { assertError } from '../support/assertions.js';
 import { startStreamedRequest } from '../support/streamed-request.js';
 import { waitUntil } from '../support/wait-until.js';
-import { buildTestApp, multipartUpload, restartableTestApp, setupAdmin, testBackends } from '../support/test-app.js';
+import { buildTestApp, multipartUpload, restartableTestApp, setupAdmin, testBackends, type TestApp } from '../support/test-app.js';
 
 const HOUR_MS = 3_600_000;
 
-async function sessionsApp(t: Test, backend: 'pglite' | 'postgresql', uploadSessionExpiryMs: number) {
-  const ctx = await buildTestApp(backend, { uploadSessionExpiryMs });
-  t.teardown(() => ctx.close());
-  const { app } = ctx;
-  const admin = { cookie: await setupAdmin(app) };
-  const created = await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'drafts' } });
-  const collectionId = created.json().id as string;
+/** The requests on the upload sessions of collection "drafts", which `app` has, as `admin`. */
+function sessionRequests(app: TestApp['app'], services: TestApp['services'], admin: Record<string, string>) {
   const base = '/v1/collections/drafts/uploads';
   return {
-    ctx,
-    cookie: admin.cookie,
-    storedFiles: () => {
-      const dir = path.join(ctx.services.config.dataDir, 'files', collectionId);
-      return existsSync(dir) ? readdirSync(dir).length : 0;
-    },
+    createCollection: () => app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'drafts' } }),
     open: async () => (await app.inject({ method: 'POST', url: base, headers: admin })).json() as { id: string; expires_at: string | null; updated_at: string },
     put: (id: string, filename: string) => {
       const body = multipartUpload([{ filename, content: `${filename} holds a short note about harbours and their tides.`, contentType: 'text/plain' }]);
@@ -39,7 +29,24 @@ async function sessionsApp(t: Test, backend: 'pglite' | 'postgresql', uploadSess
     complete: (id: string) => app.inject({ method: 'POST', url: `${base}/${id}/complete`, headers: admin }),
     cancel: (id: string) => app.inject({ method: 'DELETE', url: `${base}/${id}`, headers: admin }),
     /** Makes the session's last activity `hours` ago. */
-    age: (id: string, hours: number) => ctx.services.sql(`update upload_sessions set updated_at = now() - ? * interval '1 hour' where id = ?`, [hours, id]),
+    age: (id: string, hours: number) => services.sql(`update upload_sessions set updated_at = now() - ? * interval '1 hour' where id = ?`, [hours, id]),
+  };
+}
+
+async function sessionsApp(t: Test, backend: 'pglite' | 'postgresql', uploadSessionExpiryMs: number) {
+  const ctx = await buildTestApp(backend, { uploadSessionExpiryMs });
+  t.teardown(() => ctx.close());
+  const admin = { cookie: await setupAdmin(ctx.app) };
+  const requests = sessionRequests(ctx.app, ctx.services, admin);
+  const collectionId = (await requests.createCollection()).json().id as string;
+  return {
+    ...requests,
+    ctx,
+    cookie: admin.cookie,
+    storedFiles: () => {
+      const dir = path.join(ctx.services.config.dataDir, 'files', collectionId);
+      return existsSync(dir) ? readdirSync(dir).length : 0;
+    },
   };
 }
 
@@ -84,15 +91,15 @@ for (const backend of testBackends()) {
     const expiry = { uploadSessionExpiryMs: 24 * HOUR_MS };
     const first = await lives.restart(expiry);
     const admin = { cookie: await setupAdmin(first.app) };
-    t.equal((await first.app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'drafts' } })).statusCode, 201);
-    const session = (await first.app.inject({ method: 'POST', url: '/v1/collections/drafts/uploads', headers: admin })).json() as { id: string };
-    const body = multipartUpload([{ filename: 'left.txt', content: 'A note left in a session nobody finished.', contentType: 'text/plain' }]);
-    t.equal((await first.app.inject({ method: 'PUT', url: `/v1/collections/drafts/uploads/${session.id}/files`, headers: { ...admin, ...body.headers }, payload: body.payload })).statusCode, 200);
+    const before = sessionRequests(first.app, first.services, admin);
+    t.equal((await before.createCollection()).statusCode, 201);
+    const session = await before.open();
+    t.equal((await before.put(session.id, 'left.txt')).statusCode, 200);
     // Its last file came 25 hours ago, then the service stopped (its next round was 10 minutes away).
-    await first.services.sql(`update upload_sessions set updated_at = now() - interval '25 hours' where id = ?`, [session.id]);
+    await before.age(session.id, 25);
 
-    const { app } = await lives.restart(expiry);
-    const status = async () => (await app.inject({ url: `/v1/collections/drafts/uploads/${session.id}`, headers: admin })).json() as { status: string; expired: boolean };
+    const second = await lives.restart(expiry);
+    const status = async () => await sessionRequests(second.app, second.services, admin).get(session.id) as { status: string; expired: boolean };
     // The next round is 10 minutes away: only the one at start can expire it within the wait.
     await waitUntil(async () => (await status()).status === 'cancelled', 'the session expired');
     t.match(await status(), { status: 'cancelled', expired: true });
