@@ -176,6 +176,18 @@ for (const backend of testBackends()) {
       t.equal(dotted.statusCode, 201, `a dotted tenant_field and a schema that accepts objects: ${dotted.body}`);
       // Gone again: the list test counts the collections created so far.
       t.equal((await app.inject({ method: 'DELETE', url: '/v1/collections/dotted-tenant', headers: admin })).statusCode, 204);
+      // Only "constructor" followed by "prototype" is refused: a tenant named by either word alone is carried by queries.
+      for (const [index, field] of ['constructor', 'prototype', 'constructor.name', 'prototype.constructor'].entries()) {
+        const created = await create({ name: `word-tenant-${index}`, tenant_field: field });
+        t.equal(created.statusCode, 201, `tenant_field ${JSON.stringify(field)}: ${created.body}`);
+      }
+      t.equal((await upload('word-tenant-0', 'lighthouse.txt', TEXT_A, admin, { metadata: JSON.stringify({ constructor: 'acme' }) })).statusCode, 202);
+      await waitForIngestion(app, 'word-tenant-0', admin);
+      const own = await query('word-tenant-0', { query: 'lighthouse', search_mode: 'keyword', filters: { constructor: 'acme' } });
+      t.equal(own.statusCode, 200, own.body);
+      t.ok(own.json().total > 0, 'the tenant "constructor" finds its document');
+      t.equal((await query('word-tenant-0', { query: 'lighthouse', search_mode: 'keyword', filters: { constructor: 'globex' } })).json().total, 0, 'and another tenant does not');
+      for (const index of [0, 1, 2, 3]) t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/word-tenant-${index}`, headers: admin })).statusCode, 204);
       const longest = await create({ name: 'y'.repeat(64) });
       t.equal(longest.statusCode, 201, '64 characters are allowed');
       const small = await create({ name: 'small-chunks', chunk_size: 60 });
