@@ -212,6 +212,8 @@ for (const backend of testBackends()) {
       assertError(t, await upsert('raw4', { vectors: [{ ...fresh, id: '' }] }), 400, /id/, 'empty id');
       assertError(t, await upsert('raw4', { vectors: [{ ...fresh, metadata: ['a'] }] }), 400, /metadata/, 'metadata an array');
       assertError(t, await upsert('raw4', { vectors: [{ ...fresh, colour: 'green' }] }), 400, /colour/, 'unknown field');
+      // Beside `vectors`, too: a field another API takes there (a namespace, say) would be dropped unread.
+      assertError(t, await upsert('raw4', { vectors: [fresh], namespace: 'fruit' }), 400, /namespace/, 'unknown field beside vectors');
       await unchanged('schema errors');
       assertError(t, await upsert('missing-collection', { vectors: [fresh] }), 404, /missing-collection/, 'unknown collection');
     });
@@ -317,6 +319,8 @@ for (const backend of testBackends()) {
       assertError(t, await remove('raw4', { ids: [] }), 400, /ids/, 'no ids');
       assertError(t, await remove('raw4', {}), 400, /ids/, 'no ids field');
       assertError(t, await remove('raw4', { ids: [''] }), 400, undefined, 'empty id');
+      assertError(t, await remove('raw4', { ids: ['far'], filter: { kind: 'weather' } }), 400, /filter/, 'unknown field beside ids');
+      t.same(idsOf(await query('raw4', { query: QUERY, search_mode: 'semantic', min_score: -1 })), ['far'], 'the refused delete deleted nothing');
       assertError(t, await remove('missing-collection', { ids: ['x'] }), 404, undefined, 'unknown collection');
     });
 
