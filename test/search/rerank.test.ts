@@ -5,7 +5,7 @@
  * the candidate lists are known exactly.
  */
 import t from 'tap';
-import { localRerankScores } from '../../plugins/reranker/local/index.js';
+import { localRelevanceScores, localRerankScores } from '../../plugins/reranker/local/index.js';
 import { assertError } from '../support/assertions.js';
 import { fakeRelevance, startProviderFake } from '../support/provider-fakes.js';
 import { buildTestApp, setupAdmin, testBackends } from '../support/test-app.js';
@@ -221,3 +221,18 @@ for (const backend of testBackends()) {
     });
   });
 }
+
+/**
+ * The local reranker's reading of one candidate (0.5 × BM25 share + 0.3 × proximity + 0.2 × query
+ * order). Its effect through the API is an order fused with the first stage's, where a feature
+ * read wrongly can still leave the order of a fixture as it was; here each feature is read alone.
+ * A term held once in a text of the average length has a BM25 share of 1 / (1 + k1) = 1 / 2.2.
+ */
+t.test('local relevance: term weight, proximity and query order, each as documented', async (t) => {
+  const scores = (query: string, ...texts: string[]) => localRelevanceScores(query, texts.map((text, index) => ({ id: String(index), text })));
+  t.same(scores('apple', 'apple'), [0.727273], 'a one-term query held: proximity 1 and order 1 (0.5 / 2.2 + 0.3 + 0.2)');
+  t.same(scores('red apple', 'red apple'), [0.727273], 'both terms, adjacent and in the query\'s order');
+  t.same(scores('red apple', 'apple red'), [0.527273], 'adjacent in the other order: the order share (0.2) is lost');
+  t.same(scores('red apple', 'fat apple big red', 'big fat apple red'), [0.427273, 0.527273], 'a span of 3 for 2 terms reads 2/3 of the proximity of adjacent terms (0.3 × 1/3 less)');
+  t.same(scores('red apple', 'pear', 'apple'), [0, 0.250574], 'no query term reads 0; one of two, half the proximity and no order');
+});
