@@ -163,6 +163,13 @@ for (const backend of testBackends()) {
       response = await app.inject({ method: 'DELETE', url: '/health' });
       assertErrorBody(t, response, 405, 'DELETE /health');
       t.equal(response.headers.allow, 'GET');
+      // The query string is not part of the path the methods are looked up for, nor of the detail.
+      response = await app.inject({ method: 'DELETE', url: '/v1/auth/setup-status?verbose=1' });
+      assertErrorBody(t, response, 405, 'DELETE /v1/auth/setup-status with a query string');
+      t.equal(response.headers.allow, 'GET');
+      t.equal(response.json().detail, 'Method DELETE is not allowed on /v1/auth/setup-status; allowed: GET');
+      response = await app.inject({ method: 'GET', url: '/v1/nope?page=2' });
+      t.same(response.json(), { detail: 'Route GET /v1/nope not found', code: 'not_found' }, 'unknown route with a query string');
     });
 
     await t.test('a path segment a static route owns is not a value of its :param sibling: 405 with the static route\'s methods', async (t) => {
