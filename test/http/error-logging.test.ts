@@ -65,7 +65,10 @@ for (const backend of testBackends()) {
       t.equal((await create('first-7f3a@example.com')).statusCode, 201);
       const refused = await create(EMAIL);
       t.equal(refused.statusCode, 500, 'another index than the email one is not told as "email taken"');
-      const failed = lines.find((line) => line.msg === 'request failed') as { err?: Record<string, unknown> } | undefined;
+      t.same(refused.json(), { detail: 'Internal server error', code: 'internal_error', request_id: refused.json().request_id }, 'the answer names no constraint, statement or value');
+      const failed = lines.find((line) => line.msg === 'request failed') as { err?: Record<string, unknown>; reqId?: string } | undefined;
+      t.ok(failed?.reqId, 'the log line has the request id');
+      t.equal(refused.json().request_id, failed?.reqId, 'and the answer carries it, to find the line by');
       t.match(failed?.err, { type: 'UniqueConstraintViolationException', code: '23505', table: 'users', constraint: CONSTRAINT });
       t.equal(failed?.err?.message, POSTGRES_MESSAGE, "PostgreSQL's own message");
       t.match(failed?.err?.stack, /^UniqueConstraintViolationException: duplicate key value violates unique constraint "users_display_name_test_unique"\n\s+at /);
