@@ -108,5 +108,23 @@ for (const backend of testBackends()) {
         assertError(t, await api.send('GET', `/v1/embeddings/models?${query}`), 400, /limit|offset/, query);
       }
     });
+
+    await t.test("a window's embedding tokens: from its first day on, today's included", async (t) => {
+      const dayBefore = (days: number) => new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS - days * DAY_MS).toISOString().slice(0, 10);
+      const billedId = (await api.ok('GET', '/v1/collections/billed')).id;
+      // Tokens of two days ago, as the ledger keeps them.
+      await ctx.services.sql(
+        `insert into embedding_usage (collection_id, day, provider, model, texts, tokens, cache_hits, cache_misses)
+         values (?, ?::date, 'openai', 'text-embedding-3-large', 1, 1000, 0, 0)`, [billedId, dayBefore(2)],
+      );
+      const tokensIn = async (windowDays: number) => {
+        const report = await api.ok('GET', `/v1/usage?window_days=${windowDays}`);
+        return [report.embedding_tokens_total, report.by_collection.find((row: { collection: string }) => row.collection === 'billed').embedding_tokens];
+      };
+      const today = billedTokens + selfhostedTokens + doomedTokens;
+      t.same(await tokensIn(1), [today, billedTokens], "a one-day window is today's tokens");
+      t.same(await tokensIn(2), [today, billedTokens], 'two days: yesterday had none');
+      t.same(await tokensIn(3), [today + 1000, billedTokens + 1000], 'three days begin with the day of the 1,000 tokens');
+    });
   });
 }
