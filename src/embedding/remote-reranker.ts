@@ -47,8 +47,11 @@ class RemoteReranker implements Reranker {
     }
     const scores = new Array<number>(candidates.length).fill(Number.NEGATIVE_INFINITY);
     for (const { index, score } of pairs) {
-      if (!Number.isInteger(index) || index < 0 || index >= candidates.length || typeof score !== 'number' || !Number.isFinite(score)) {
+      if (!Number.isInteger(index) || index < 0 || index >= candidates.length) {
         throw new ProviderError(`${this.name} answered with a score for no candidate (index ${index})`, false);
+      }
+      if (typeof score !== 'number' || !Number.isFinite(score)) {
+        throw new ProviderError(`${this.name} answered a score that is not a finite number for candidate ${index}: ${JSON.stringify(score)}`, false);
       }
       scores[index] = score;
     }

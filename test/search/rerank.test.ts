@@ -176,6 +176,27 @@ for (const backend of testBackends()) {
       t.equal((await api.send('POST', '/v1/collections/bad-reranker/query', { query: QUERY, rerank: false })).statusCode, 200, 'still queryable without reranking');
     });
 
+    await t.test('scores a reranker answers for no candidate, or not as numbers, are a 502 naming them', async (t) => {
+      await makeCollection('tei-faults', { reranking_enabled: true, reranking_model: 'openai_compatible/bge', reranking_base_url: fake.baseUrl('tei') });
+      fake.reset();
+      t.equal((await api.send('POST', '/v1/collections/tei-faults/query', { query: QUERY })).statusCode, 200);
+      const candidates = fake.requestsTo('tei-rerank')[0]!.body.texts.length as number;
+      t.ok(candidates > 2, `${candidates} candidates`);
+      const faults: Array<[unknown, string]> = [
+        [[{ index: -1, score: 0.5 }], 'openai_compatible answered with a score for no candidate (index -1)'],
+        [[{ index: 0.5, score: 0.5 }], 'openai_compatible answered with a score for no candidate (index 0.5)'],
+        [[{ index: 0, score: 0.5 }, { index: 1, score: 0.25 }, { index: candidates, score: 0.1 }], `openai_compatible answered with a score for no candidate (index ${candidates})`],
+        [[{ index: 0, score: '0.5' }], 'openai_compatible answered a score that is not a finite number for candidate 0: "0.5"'],
+        [[{ index: 1, score: null }], 'openai_compatible answered a score that is not a finite number for candidate 1: null'],
+        [[{ index: 0, score: 0.5 }], 'openai_compatible left some candidates without a score'],
+      ];
+      for (const [body, detail] of faults) {
+        fake.failNext('tei-rerank', { status: 200, body });
+        assertError(t, await api.send('POST', '/v1/collections/tei-faults/query', { query: QUERY, skip_cache: true }), 502, detail, JSON.stringify(body));
+      }
+      t.equal((await api.send('POST', '/v1/collections/tei-faults/query', { query: QUERY, skip_cache: true })).statusCode, 200, 'the next answer, whole, reranks');
+    });
+
     await t.test('reranking_model must be local or <provider>/<model>; refused updates change nothing', async (t) => {
       const before = await api.ok('GET', '/v1/collections/plain');
       const refused: Array<[Record<string, unknown>, RegExp]> = [
