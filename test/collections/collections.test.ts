@@ -486,18 +486,20 @@ for (const backend of testBackends()) {
 
       // jsonb refuses NUL and half a surrogate pair; such a query must not stop analytics for good.
       const cut = `${'x'.repeat(1999)}\u{1F600} tail`;
-      for (const text of [cut, 'nul \u0000 byte', 'lone \uD83D half']) t.equal((await query('analytics', { query: text, search_mode: 'keyword' })).statusCode, 200);
+      for (const text of [cut, 'nul \u0000 byte', 'lone \uD83D half', 'lone \uDE00 low half']) t.equal((await query('analytics', { query: text, search_mode: 'keyword' })).statusCode, 200);
       t.equal((await query('analytics', { query: 'after the odd ones', search_mode: 'keyword' })).statusCode, 200);
       const later = await app.inject({ url: '/v1/collections/analytics/analytics', headers: admin });
       t.equal(later.statusCode, 200, later.body);
-      t.equal(later.json().queries_total, 11, 'the odd queries and the one after them are all counted');
+      t.equal(later.json().queries_total, 12, 'the odd queries and the one after them are all counted');
       t.ok(later.json().top_queries.some((row: any) => row.query === 'nul byte'), 'NUL is dropped from the recorded text');
+      t.ok(later.json().top_queries.some((row: any) => row.query === 'lone \uFFFD half') && later.json().top_queries.some((row: any) => row.query === 'lone \uFFFD low half'),
+        'half a surrogate pair, the first half or the second, is recorded as U+FFFD');
 
       for (const days of [1, 365]) {
         const ok = await app.inject({ url: `/v1/collections/analytics/analytics?window_days=${days}`, headers: admin });
         t.equal(ok.statusCode, 200);
         t.equal(ok.json().window_days, days);
-        t.equal(ok.json().queries_total, 11);
+        t.equal(ok.json().queries_total, 12);
       }
       for (const days of ['0', '366', '-1', 'abc', '1.5']) {
         assertError(t, await app.inject({ url: `/v1/collections/analytics/analytics?window_days=${days}`, headers: admin }), 400, /window_days/, `window_days=${days}`);
