@@ -415,6 +415,8 @@ for (const backend of testBackends()) {
       t.equal((await create({ name: 'stats' })).statusCode, 201);
       const empty = (await app.inject({ url: '/v1/collections/stats/stats', headers: admin })).json();
       t.match(empty, { documents: 0, chunks: 0, vectors: 0, storage_bytes: 0 });
+      t.same(Object.fromEntries(['tokens', 'texts', 'cache_hits', 'cache_misses', 'cache_hit_ratio', 'cost_usd_estimate'].map((key) => [key, empty.embedding[key]])),
+        { tokens: 0, texts: 0, cache_hits: 0, cache_misses: 0, cache_hit_ratio: 0, cost_usd_estimate: 0 }, 'nothing embedded yet: a hit ratio of 0, not a division by 0');
       t.equal((await upload('stats', 'lighthouse.txt', TEXT_A)).statusCode, 202);
       t.equal((await upload('stats', 'bread.txt', TEXT_B)).statusCode, 202);
       const documents = await waitForIngestion(app, 'stats', admin);
