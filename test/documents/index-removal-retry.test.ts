@@ -12,10 +12,12 @@
 import t, { type Test } from 'tap';
 import { hnswIndexName } from '../../plugins/vector-store/pgvector/index.js';
 import type { Config } from '../../src/config.js';
+import { PendingIndexRemovalSweep } from '../../src/search/pending-index-removals.js';
 import { assertError } from '../support/assertions.js';
 import { failNextCalls } from '../support/failing-calls.js';
 import { logLines } from '../support/log-lines.js';
 import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion, type Backend } from '../support/test-app.js';
+import { waitUntil } from '../support/wait-until.js';
 
 interface PendingRemoval {
   collection_id: string;
@@ -206,6 +208,25 @@ for (const { backend, overrides } of variants) {
       t.equal(await services.indexRemovals.sweep(), 1, 'the sweep settles it');
       t.same(await pending(collection.id), [], 'nothing owed any more');
       t.equal(await vectorStore.count(collection.id), 0, 'no vectors');
+    });
+
+    await t.test("the sweep's timer performs an owed removal, no one calling it", async (t) => {
+      const collection = await createTestCollection(app, admin, { name: 'timed', chunk_size: 400, chunk_overlap: 0 });
+      const id = await upload(t, 'timed', 'samphire');
+      await waitForIngestion(app, 'timed', admin);
+      // The service's own sweep, as services.ts builds it, on a timer of 50 ms and no grace period.
+      const timed = new PendingIndexRemovalSweep(
+        { sql: services.sql, indexes: services.indexes, recordWrite: (collectionId) => services.collections.recordWrite(services.sql, collectionId) },
+        app.log, { intervalMs: 50, graceMs: 0 },
+      );
+      timed.start();
+      t.teardown(() => timed.stop());
+      t.equal(await timed.sweep(), 0, 'after the sweep start() runs at once, nothing was owed: what is performed below, the timer performs');
+      failNextCalls(t, vectorStore, 'delete');
+      t.equal((await app.inject({ method: 'DELETE', url: `/v1/collections/timed/documents/${id}`, headers: admin })).statusCode, 500);
+      await waitUntil(async () => (await pending(collection.id)).length === 0, 'a sweep of the timer performed the owed removal', 5_000);
+      const after = await stats('timed');
+      t.equal(after.vectors, after.chunks, `as many vectors as chunks (${after.chunks})`);
     });
 
     await t.test('deletes that succeed leave nothing owed', async (t) => {
