@@ -698,6 +698,13 @@ for (const backend of testBackends()) {
         ['item with an empty query', { queries: [{ collection: 'fixture', query: ' ' }] }],
       ];
       for (const [what, body] of batch) await refused(t, await request('POST', '/v1/batch/query', body), 400, `/v1/batch/query: ${what}`);
+      // Unknown fields are named, at the top of a body as in its items (a field of another API would be dropped unread).
+      const unknownFields: Array<[string, unknown, string]> = [
+        ['/v1/query', { query: QUERY, collections: ['fixture'], namespace: 'fixture' }, 'body has unknown field "namespace"'],
+        ['/v1/batch/query', { queries: [{ collection: 'fixture', query: QUERY }], parallel: true }, 'body has unknown field "parallel"'],
+        ['/v1/batch/query', { queries: [{ collection: 'fixture', query: QUERY, namespace: 'fixture' }] }, 'body.queries.0 has unknown field "namespace"'],
+      ];
+      for (const [url, body, detail] of unknownFields) t.equal(await refused(t, await request('POST', url, body), 400, `${url}: unknown field`), detail);
 
       t.equal(await analytics(), queriesBefore, 'no refused query was recorded');
       const after = await query('fixture', { query: QUERY, search_mode: 'hybrid', skip_cache: true });
