@@ -51,7 +51,9 @@ class RemoteReranker implements Reranker {
         throw new ProviderError(`${this.name} answered with a score for no candidate (index ${index})`, false);
       }
       if (typeof score !== 'number' || !Number.isFinite(score)) {
-        throw new ProviderError(`${this.name} answered a score that is not a finite number for candidate ${index}: ${JSON.stringify(score)}`, false);
+        // The value as sent, cut and with any key removed: the provider's body is not ours to trust.
+        const sent = String(JSON.stringify(score)).slice(0, 100);
+        throw new ProviderError(this.client.redact(`${this.name} answered a score that is not a finite number for candidate ${index}: ${sent}`), false);
       }
       scores[index] = score;
     }

@@ -188,6 +188,7 @@ for (const backend of testBackends()) {
         [[{ index: 0, score: 0.5 }, { index: 1, score: 0.25 }, { index: candidates, score: 0.1 }], `openai_compatible answered with a score for no candidate (index ${candidates})`],
         [[{ index: 0, score: '0.5' }], 'openai_compatible answered a score that is not a finite number for candidate 0: "0.5"'],
         [[{ index: 1, score: null }], 'openai_compatible answered a score that is not a finite number for candidate 1: null'],
+        [[{ index: 2, score: { value: 'x'.repeat(500) } }], `openai_compatible answered a score that is not a finite number for candidate 2: ${JSON.stringify({ value: 'x'.repeat(500) }).slice(0, 100)}`],
         [[{ index: 0, score: 0.5 }], 'openai_compatible left some candidates without a score'],
       ];
       for (const [body, detail] of faults) {
