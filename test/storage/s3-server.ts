@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -63,12 +63,17 @@ export async function startLocalS3Process(bucket = 'rs-files', prefix = ''): Pro
  */
 export async function localAndS3Stores(t: { teardown(fn: () => Promise<void>): void }, bucket: string, prefix: string, makeClient?: (config: S3StoreConfig) => S3Client) {
   const s3 = await startLocalS3(bucket, prefix);
-  const root = await mkdtemp(path.join(os.tmpdir(), 'rs-store-'));
+  // The local root sits inside a directory of this run's own, so that what a key like "../escape"
+  // could write lands there: a file left in the shared temporary directory by anything else would
+  // otherwise read as an escape.
+  const scratch = await mkdtemp(path.join(os.tmpdir(), 'rs-store-'));
+  const root = path.join(scratch, 'root');
+  await mkdir(root);
   const s3Store = new S3FileStore(s3.config, makeClient?.(s3.config));
   t.teardown(async () => {
     await s3Store.close();
     await s3.close();
-    await rm(root, { recursive: true, force: true });
+    await rm(scratch, { recursive: true, force: true });
   });
   const stores: Array<[string, FileStore]> = [['local', new LocalFileStore(root)], ['s3', s3Store]];
   return { s3, root, stores };
