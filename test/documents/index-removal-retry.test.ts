@@ -15,7 +15,7 @@ import type { Config } from '../../src/config.js';
 import { PendingIndexRemovalSweep } from '../../src/search/pending-index-removals.js';
 import { assertError } from '../support/assertions.js';
 import { failNextCalls } from '../support/failing-calls.js';
-import { logLines } from '../support/log-lines.js';
+import { logLines, type LogLine } from '../support/log-lines.js';
 import { adminTestApp, createTestCollection, multipartUpload, testBackends, waitForIngestion, type Backend } from '../support/test-app.js';
 import { waitUntil } from '../support/wait-until.js';
 
@@ -146,7 +146,15 @@ for (const { backend, overrides } of variants) {
       await pastGracePeriod();
       t.equal(await services.indexRemovals.sweep(), 0, 'the first sweep fails too');
       t.match(await pending(collection.id), [{ attempts: 1, last_error: /Connection terminated unexpectedly/ }], 'the failure is recorded');
-      t.ok(lines.some((line) => line.level === 40 && /could not remove the search-index entries/.test(line.msg ?? '')), 'and logged as a warning');
+      const warning = (lines as Array<LogLine & { collectionId?: string; retryDelayMs?: number }>)
+        .find((line) => line.level === 40 && /could not remove the search-index entries/.test(line.msg ?? '') && line.collectionId === collection.id);
+      t.ok(warning, 'and logged as a warning');
+      // The first retry waits the sweep's interval (30 s), doubling from there up to an hour.
+      t.equal(warning?.retryDelayMs, 30_000, 'naming the wait before the retry');
+      const [due] = await services.sql<{ seconds: number | string }>(
+        'select extract(epoch from next_attempt_at - now()) as seconds from pending_index_removals where collection_id = ?', [collection.id],
+      );
+      t.ok(Number(due!.seconds) > 0 && Number(due!.seconds) <= 30, `retried within 30 s (${Number(due!.seconds).toFixed(1)} s)`);
       t.equal(await services.indexRemovals.sweep(), 0, 'not retried at once');
 
       await services.sql('update pending_index_removals set next_attempt_at = now()');
