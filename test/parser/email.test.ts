@@ -75,6 +75,8 @@ const runs = testBackends().flatMap((backend) => (backend === 'pglite' ? [[backe
 for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[number], string]>) {
   t.test(`${backend}, parsed ${where}`, async (t) => {
     const { app, admin } = await adminTestApp(t, backend, where === 'on threads' ? { parseOnThreadMinBytes: 0 } : {});
+    const documentOf = async (id: string) => (await app.inject({ url: `/v1/collections/mail/documents/${id}`, headers: admin })).json();
+    const elementsOf = async (id: string) => (await app.inject({ url: `/v1/collections/mail/documents/${id}/elements`, headers: admin })).json().data as Element[];
     await createTestCollection(app, admin, { name: 'mail' });
 
     await t.test('a message: subject, people and date, the plain-text body, then the attachments', async (t) => {
@@ -88,7 +90,7 @@ for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[nu
       t.same(documents.map((document) => document.status), ['ready', 'ready'], JSON.stringify(documents.map((document) => document.error)));
 
       const id = created.json().id as string;
-      const document = (await app.inject({ url: `/v1/collections/mail/documents/${id}`, headers: admin })).json();
+      const document = await documentOf(id);
       t.equal(document.title, 'Dredging of berth 3 – schedule', 'the encoded subject, decoded');
       t.match(document.source_metadata, {
         author: 'Ada Lovelace <ada@harbour.example>',
@@ -100,7 +102,7 @@ for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[nu
         attachments_unread: [/^tool\.exe: Unsupported file type: "tool\.exe" is EXE data/],
       });
       t.equal(document.source_metadata.attachments_unread.length, 1, 'a picture is no unread attachment');
-      const elements = (await app.inject({ url: `/v1/collections/mail/documents/${id}/elements`, headers: admin })).json().data as Element[];
+      const elements = await elementsOf(id);
       const subjectPath = ['Dredging of berth 3 – schedule'];
       t.same(elements.map((element) => [element.type, element.text, element.heading_path]), [
         ['heading', 'Dredging of berth 3 – schedule', []],
@@ -118,14 +120,14 @@ for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[nu
       const attachment = await app.inject({ method: 'POST', url: '/v1/collections/mail/query', headers: admin, payload: { query: 'dredger Van Gogh', search_mode: 'keyword' } });
       t.match(attachment.json().results[0], { document_id: id, metadata: { heading_path: ['schedule.pdf', 'Dredging schedule'] } }, 'and by what its attachment says');
 
-      const newsElements = (await app.inject({ url: `/v1/collections/mail/documents/${untyped.json().id}/elements`, headers: admin })).json().data as Element[];
+      const newsElements = await elementsOf(untyped.json().id);
       t.same(newsElements.map((element) => [element.type, element.text, element.heading_path]), [
         ['heading', 'Harbour news', []],
         ['paragraph', 'From: newsletter@harbour.example', ['Harbour news']],
         ['heading', 'Tides', ['Harbour news']],
         ['paragraph', 'Spring tides peak on Friday.', ['Harbour news', 'Tides']],
       ], 'an HTML-only message is read as a web page, scripts dropped');
-      const news = (await app.inject({ url: `/v1/collections/mail/documents/${untyped.json().id}`, headers: admin })).json();
+      const news = await documentOf(untyped.json().id);
       t.notOk('cc' in news.source_metadata || 'to' in news.source_metadata, 'no To or Cc header, no key');
     });
 
@@ -134,10 +136,10 @@ for (const [backend, where] of runs as Array<[ReturnType<typeof testBackends>[nu
       t.equal(created.statusCode, 202, created.body);
       await waitForIngestion(app, 'mail', admin);
       const id = created.json().id as string;
-      const document = (await app.inject({ url: `/v1/collections/mail/documents/${id}`, headers: admin })).json();
+      const document = await documentOf(id);
       t.equal(document.status, 'ready', document.error ?? '');
       t.equal(document.title, null);
-      const elements = (await app.inject({ url: `/v1/collections/mail/documents/${id}/elements`, headers: admin })).json().data as Element[];
+      const elements = await elementsOf(id);
       t.same(elements.map((element) => [element.type, element.text, element.heading_path]), [
         ['paragraph', 'From: newsletter@harbour.example', []],
         ['heading', 'Tides', []],

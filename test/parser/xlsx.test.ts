@@ -32,6 +32,8 @@ async function fleetWorkbook(): Promise<Buffer> {
 for (const backend of testBackends()) {
   t.test(backend, async (t) => {
     const { app, admin } = await adminTestApp(t, backend);
+    const documentOf = async (id: string) => (await app.inject({ url: `/v1/collections/sheets/documents/${id}`, headers: admin })).json();
+    const elementsOf = async (id: string) => (await app.inject({ url: `/v1/collections/sheets/documents/${id}/elements`, headers: admin })).json().data as Element[];
     await createTestCollection(app, admin, { name: 'sheets' });
     const upload = (filename: string, content: Buffer, contentType = XLSX_TYPE) => uploadDocument(app, admin, 'sheets', { filename, content, contentType });
 
@@ -43,9 +45,9 @@ for (const backend of testBackends()) {
       const [document] = await waitForIngestion(app, 'sheets', admin);
       t.equal(document?.status, 'ready', document?.error ?? '');
       const id = created.json().id as string;
-      t.match((await app.inject({ url: `/v1/collections/sheets/documents/${id}`, headers: admin })).json().source_metadata, { sheets: ['Vessels', 'Notes'], rows: 4 }, 'the empty sheet is left out');
+      t.match((await documentOf(id)).source_metadata, { sheets: ['Vessels', 'Notes'], rows: 4 }, 'the empty sheet is left out');
 
-      const elements = (await app.inject({ url: `/v1/collections/sheets/documents/${id}/elements`, headers: admin })).json().data as Element[];
+      const elements = await elementsOf(id);
       t.same(elements.map((element) => [element.type, element.text, element.heading_path]), [
         ['heading', 'Vessels', []],
         ['table', 'Vessel: Morning Star\nLength (m): 142.5\nCommissioned: 2019-03-01\nIn service: true', ['Vessels']],
@@ -75,11 +77,11 @@ for (const backend of testBackends()) {
       t.equal(created.statusCode, 202, created.body);
       await waitForIngestion(app, 'sheets', admin);
       const id = created.json().id as string;
-      const document = (await app.inject({ url: `/v1/collections/sheets/documents/${id}`, headers: admin })).json();
+      const document = await documentOf(id);
       t.equal(document.status, 'ready', document.error ?? '');
       t.equal(document.title, 'Harbour log');
       t.match(document.source_metadata, { author: 'Ada', sheets: ['Log'], rows: 2 });
-      const elements = (await app.inject({ url: `/v1/collections/sheets/documents/${id}/elements`, headers: admin })).json().data as Element[];
+      const elements = await elementsOf(id);
       t.same(elements.map((element) => element.text), ['Log', 'Entry: Pilot boarded at dawn.', 'Entry: Fog lifted by noon.']);
     });
 
@@ -88,7 +90,7 @@ for (const backend of testBackends()) {
       const truncated = await upload('truncated.xlsx', workbook.subarray(0, Math.floor(workbook.length / 2)));
       t.equal(truncated.statusCode, 202, truncated.body);
       await waitForIngestion(app, 'sheets', admin);
-      const failed = (await app.inject({ url: `/v1/collections/sheets/documents/${truncated.json().id}`, headers: admin })).json();
+      const failed = await documentOf(truncated.json().id);
       t.equal(failed.status, 'failed');
       t.match(failed.error, /^parsing failed: XLSX zip container: the archive is truncated or damaged \(/);
 
@@ -98,7 +100,7 @@ for (const backend of testBackends()) {
       ]));
       t.equal(broken.statusCode, 202, broken.body);
       await waitForIngestion(app, 'sheets', admin);
-      const unreadable = (await app.inject({ url: `/v1/collections/sheets/documents/${broken.json().id}`, headers: admin })).json();
+      const unreadable = await documentOf(broken.json().id);
       t.equal(unreadable.status, 'failed');
       t.match(unreadable.error, /^parsing failed: XLSX content: ./, 'a workbook the reader cannot make sense of');
     });
