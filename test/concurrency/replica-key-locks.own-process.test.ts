@@ -146,8 +146,15 @@ if (!process.env.TEST_DATABASE_URL) {
     });
     const key = `test:${process.pid}:${Date.now()}`;
     let release!: () => void;
-    const holding = other.run([key], () => new Promise<void>((resolve) => { release = resolve; }));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    let held!: () => void;
+    const lockTaken = new Promise<void>((resolve) => { held = resolve; });
+    // The work runs only once the lock is taken: waiting for it to start, not for a fixed time,
+    // keeps a loaded machine from asking before the other replica holds the key.
+    const holding = other.run([key], () => new Promise<void>((resolve) => {
+      release = resolve;
+      held();
+    }));
+    await lockTaken;
     await t.rejects(locks.run([key, 'another key'], async () => 'ran'), { status: 503, message: /^another replica has been writing the same content or vector ids for over 0.2 s/ }, 'refused after the wait');
     release();
     await holding;
