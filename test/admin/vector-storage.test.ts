@@ -1,12 +1,12 @@
 /**
  * GET /v1/admin/vector-storage, and what it shows of the embedded store's saved graphs: a graceful
  * restart loads the graph saved at shutdown instead of rebuilding it; a table that changed behind
- * the snapshot, or an unreadable graph file, makes the store rebuild from the table, and queries
- * answer from what the table holds; a save that fails leaves nothing half-written that would stop
+ * the snapshot, an unreadable graph file or a graph saved in the old format (built by parallel
+ * inserts) makes the store rebuild from the table, and queries answer from what the table holds; a save that fails leaves nothing half-written that would stop
  * the next load; a load that fails (a stored vector of another length) is a 409 that leaves no
  * graph behind.
  */
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import t from 'tap';
@@ -111,6 +111,16 @@ for (const backend of testBackends()) {
     writeFileSync(path.join(dataDir, 'vector-store', `${harbourId}.usearch`), 'not a usearch graph');
     t.same(await search(), afterDelete, 'the same answers from a rebuilt graph');
     t.equal(await harbourSource(), 'rebuild');
+
+    // A graph saved by a version whose inserts ran on several threads (manifest format 1): such a
+    // graph can hold rows no search reaches, so it is rebuilt rather than loaded.
+    app = (await restart()).app;
+    const manifestFile = path.join(dataDir, 'vector-store', `${harbourId}.json`);
+    const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as { format: number };
+    t.equal(manifest.format, 2, 'graphs are saved as format 2');
+    writeFileSync(manifestFile, JSON.stringify({ ...manifest, format: 1 }));
+    t.same(await search(), afterDelete);
+    t.equal(await harbourSource(), 'rebuild', 'a format 1 graph is not loaded');
 
     // The graph thread dies: its death is logged, searches still answer, the graph it held is not
     // saved at the stop (it would load at the next start as if whole), and the next start rebuilds.

@@ -39,6 +39,9 @@ const query = { unitQuery: rowVector(42).map((value, _, row) => value / Math.hyp
  */
 const largeInsertRows = 20_000;
 
+/** Rows of the reachability test: with parallel inserts, 2-10 of them were out of reach per build. */
+const reachabilityRows = 10_000;
+
 /** `promise`, noting `label` in `order` when it settles: the order answers came in, not how long they took. */
 function noted<T>(order: string[], label: string, promise: Promise<T>): Promise<T> {
   return promise.finally(() => order.push(label));
@@ -55,6 +58,43 @@ t.test('a search sees every write posted before it, without waiting for the writ
   t.notOk(afterRemoval.some((hit) => hit.key === 42), 'a removal posted before the search is applied before it');
   await vectors.graphCurrent();
   t.ok(vectors.graphUsable, 'the answers came from the graph, not from the exact fallback');
+});
+
+/**
+ * Row `row` of a fixture without near-duplicates (rowVector's sines repeat every 2,768 rows):
+ * eight values from a hash of the row, uniform in [-1, 1).
+ */
+function hashedRowVector(row: number): Float32Array {
+  let state = Math.imul(row + 1, 0x9e3779b1) >>> 0;
+  return Float32Array.from({ length: dimension }, () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = Math.imul(state ^ (state >>> 15), state | 1);
+    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 2 ** 31 - 1;
+  });
+}
+
+t.test('every row the graph thread inserted is found by a search for its own vector', async (t) => {
+  // usearch's parallel inserts left a few rows in every few thousand linked from no other row
+  // (unum-cloud/USearch#735): stored, yet never returned by a graph search, however wide.
+  const graphs = new GraphThread();
+  t.teardown(() => graphs.close());
+  const vectors = new CollectionVectors(dimension, graphs);
+  for (let start = 0; start < reachabilityRows; start += 1000) {
+    vectors.upsert(Array.from({ length: 1000 }, (_, offset) => ({ key: start + offset, embedding: hashedRowVector(start + offset), metadata: {}, tenant: null })));
+  }
+  await vectors.graphCurrent();
+  const requests = recordGraphRequests(graphs);
+  const notFound: number[] = [];
+  for (let row = 0; row < reachabilityRows; row++) {
+    const vector = hashedRowVector(row);
+    const length = Math.hypot(...vector);
+    const hits = await searchCollectionVectors(vectors, { ...query, unitQuery: vector.map((value) => value / length), topK: 1 }, defaultSearchThresholds);
+    if (hits[0]?.key !== row) notFound.push(row);
+  }
+  t.same(notFound, [], 'no row is missing from its own search');
+  t.equal(requests.filter((request) => request === 'search').length, reachabilityRows, 'every answer came from the graph');
+  t.ok(vectors.graphUsable);
 });
 
 t.test('a search is answered while the graph thread is still inserting a large batch of another collection', async (t) => {

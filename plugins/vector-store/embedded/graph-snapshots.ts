@@ -15,8 +15,14 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { AnnSettings, CollectionVectors } from './collection-vectors.js';
 
+/**
+ * 2 since inserts run on one thread: graphs of format 1 were built by usearch's parallel inserts,
+ * which can leave rows no search reaches (graph-worker.ts), so they are rebuilt rather than loaded.
+ */
+const SNAPSHOT_FORMAT = 2;
+
 interface SnapshotManifest {
-  format: 1;
+  format: typeof SNAPSHOT_FORMAT;
   dimension: number;
   ann: AnnSettings;
   count: number;
@@ -59,7 +65,7 @@ export class GraphSnapshots {
     await vectors.saveGraph(`${files.graph}.partial`);
     await rename(`${files.graph}.partial`, files.graph);
     const manifest: SnapshotManifest = {
-      format: 1, dimension: vectors.dimension, ann, count: vectors.size, fingerprint: vectors.fingerprint(), graphSha256: await sha256Of(files.graph),
+      format: SNAPSHOT_FORMAT, dimension: vectors.dimension, ann, count: vectors.size, fingerprint: vectors.fingerprint(), graphSha256: await sha256Of(files.graph),
     };
     await writeFile(`${files.manifest}.partial`, JSON.stringify(manifest));
     await rename(`${files.manifest}.partial`, files.manifest);
@@ -79,7 +85,7 @@ export class GraphSnapshots {
     await rm(files.manifest, { force: true });
     return {
       graphFile: files.graph,
-      matches: async (vectors, ann) => manifest.format === 1
+      matches: async (vectors, ann) => manifest.format === SNAPSHOT_FORMAT
         && manifest.dimension === vectors.dimension
         && manifest.count === vectors.size
         && graphShape(manifest.ann) === graphShape(ann)

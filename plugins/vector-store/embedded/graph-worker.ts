@@ -28,15 +28,18 @@ const sliceBudgetMs = 5;
 /** Rows of a request's first slice, before its cost per row is known. */
 const firstSliceRows = 8;
 /**
- * Every insert uses every core (0: one thread per core), small ones too. usearch's binding sets up
- * its per-thread insert state when it grows a graph, for the threads of the insert that grew it
- * (and for every core when it loads one), so an insert on more threads than that fails ("Reserve
- * capacity ahead of insertions!"): mixing one-thread slices with parallel ones did. One thread for
- * every insert cost 24 % of the embedded store's insert rate (9,661 against 12,726 vectors/s with
- * persistence, bench/search/vector-stores.ts --rows 30000) and did not change query latency while
- * ingesting (bench/search/ingest-while-querying.ts, two runs each; neither kept).
+ * One thread per insert. usearch's parallel inserts leave rows that no other row links to
+ * (unum-cloud/USearch#735): stored, yet never returned by a graph search, however wide. With every
+ * core inserting (0), 1-5 of 20,000 clustered 384-dim rows were out of reach in each of three
+ * builds, and none with one thread, which inserts about half as fast (3,972-4,493 against
+ * 7,568-8,470 rows/s on a 2-core host, bench/results/graph-reachability.json). A chunk that
+ * semantic search can never return is a wrong answer; a graph that catches up later is a slower
+ * one (searches score the rows it has not taken yet themselves). usearch's binding sets up its
+ * per-thread insert state for the threads of the insert that grew a graph (every core when it
+ * loads one), so an insert on more threads than that fails ("Reserve capacity ahead of
+ * insertions!"): all inserts use the same count.
  */
-const insertThreads = 0;
+const insertThreads = 1;
 
 interface Graph {
   index: UsearchIndex;
