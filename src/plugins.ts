@@ -168,9 +168,17 @@ export interface VectorStorageDetails {
   vectors: number;
   /**
    * An in-process index: whether it is in memory now, whether it came from a graph saved at the
-   * last shutdown or was rebuilt from the database, how long loading took, and its approximate size.
+   * last shutdown or was rebuilt from the database, how long loading took, its approximate size,
+   * whether its graph can be searched and how many rows it has not taken in yet.
    */
-  memory_index?: { loaded: boolean; source?: 'snapshot' | 'rebuild'; load_seconds?: number; approximate_bytes?: number };
+  memory_index?: {
+    loaded: boolean;
+    source?: 'snapshot' | 'rebuild';
+    load_seconds?: number;
+    approximate_bytes?: number;
+    graph_usable?: boolean;
+    rows_awaiting_graph?: number;
+  };
 }
 
 // ---------- reranking ----------

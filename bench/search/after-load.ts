@@ -4,7 +4,8 @@
  * as soon as every one is ready, a query runs every 100 ms for `seconds`, semantic, keyword and
  * hybrid in turn (topic words, top 10, `skip_cache`). On the embedded database the HNSW graph is
  * then still taking in the last rows it was sent. The p50 of each mode, and of its `semantic_ms`,
- * `keyword_ms` and `fetch_ms`, is given for each 10 s window.
+ * `keyword_ms` and `fetch_ms`, is given for each 10 s window, and on the embedded database the rows
+ * the graph had not taken in yet at the window's first and last second (GET /v1/admin/vector-storage).
  *
  * Run: npm run build && npx tsx bench/search/after-load.ts [documents=50000] [seconds=60]
  * DATABASE_URL: PostgreSQL (that database is dropped and recreated); else the embedded database in
@@ -35,18 +36,34 @@ interface Sample {
   timings: Partial<Record<(typeof stages)[number], number>>;
 }
 
+interface GraphSample {
+  second: number;
+  rows_awaiting_graph: number;
+  graph_usable: boolean;
+}
+
+/** The embedded store's graph of the loaded collection, from GET /v1/admin/vector-storage. */
+async function graphState(baseUrl: string, cookie: string, loadedAt: number): Promise<GraphSample> {
+  const response = await fetch(`${baseUrl}/v1/admin/vector-storage`, { headers: { cookie } });
+  const { data } = (await response.json()) as { data: Array<{ collection: string; memory_index?: { rows_awaiting_graph?: number; graph_usable?: boolean } }> };
+  const index = data.find((entry) => entry.collection === 'loaded')?.memory_index;
+  return { second: (performance.now() - loadedAt) / 1000, rows_awaiting_graph: index?.rows_awaiting_graph ?? 0, graph_usable: index?.graph_usable ?? false };
+}
+
 if (databaseUrl) await resetPostgresDatabase(databaseUrl);
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-after-load-'));
 const service = await startServiceAt(dataDir, databaseUrl ? { DATABASE_URL: databaseUrl } : {});
 try {
-  const { key } = await bootstrapAdmin(service.baseUrl);
+  const { key, cookie } = await bootstrapAdmin(service.baseUrl);
   const client = new JsonClient(service.baseUrl, key, 8);
   await client.request('POST', '/v1/collections', { name: 'loaded' });
   const loaded = await loadCorpusDocuments(service.baseUrl, key, client, 'loaded', documents);
   const loadedAt = performance.now();
 
   const samples: Sample[] = [];
+  const graphSamples: GraphSample[] = [];
   for (let n = 0; performance.now() - loadedAt < watchSeconds * 1000; n++) {
+    if (n % 10 === 0 && !databaseUrl) graphSamples.push(await graphState(service.baseUrl, cookie, loadedAt));
     const mode = modes[n % modes.length]!;
     const query = await client.request<{ results: unknown[]; timings: Sample['timings'] }>('POST', '/v1/collections/loaded/query', {
       query: topics[n % topics.length]!.join(' '), search_mode: mode, top_k: 10, skip_cache: true,
@@ -66,7 +83,12 @@ try {
         .map(([stage, values]) => [stage, summarize(values).p50]));
       return [mode, { queries: ofMode.length, p50_ms: summarize(ofMode.map((sample) => sample.milliseconds)).p50, stage_p50_ms: stageP50 }];
     }));
-    return { seconds_after_ready: `${index * WINDOW_SECONDS}-${(index + 1) * WINDOW_SECONDS}`, ...byMode };
+    const graphInWindow = graphSamples.filter((sample) => Math.floor(sample.second / WINDOW_SECONDS) === index);
+    const graph = graphInWindow.length === 0 ? {} : {
+      rows_awaiting_graph: { first: graphInWindow[0]!.rows_awaiting_graph, last: graphInWindow.at(-1)!.rows_awaiting_graph },
+      graph_usable: graphInWindow.every((sample) => sample.graph_usable),
+    };
+    return { seconds_after_ready: `${index * WINDOW_SECONDS}-${(index + 1) * WINDOW_SECONDS}`, ...byMode, ...graph };
   });
   await writeResult(out, {
     benchmark: 'after-load', date: new Date().toISOString(), database, machine: machineDescription(), documents, chunks: loaded.chunks,

@@ -95,6 +95,13 @@ const CollectionVectorStorage = Type.Object({
     source: Type.Optional(stringEnum(['snapshot', 'rebuild'] as const, { description: 'a graph saved at the last shutdown, or rebuilt from the database' })),
     load_seconds: Type.Optional(Type.Number({ minimum: 0 })),
     approximate_bytes: Type.Optional(Type.Integer({ minimum: 0 })),
+    graph_usable: Type.Optional(Type.Boolean({
+      description: 'false once a graph write or search failed or its thread died: searches then scan every row exactly until the next start rebuilds the graph',
+    })),
+    rows_awaiting_graph: Type.Optional(Type.Integer({
+      minimum: 0,
+      description: 'rows written whose graph insert is not applied yet: searches score them exactly, and a search without a metadata filter scans all its rows while they are a tenth or more of them',
+    })),
   }, { additionalProperties: false, description: 'only for a store that keeps an in-process index' })),
 }, { additionalProperties: false });
 

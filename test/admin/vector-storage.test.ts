@@ -13,7 +13,8 @@ import t from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
 import { adminTestApp, bearer, createApiKey, multipartUpload, restartableTestApp, setupAdmin, testBackends, waitForIngestion, type TestApp } from '../support/test-app.js';
 import { assertError } from '../support/assertions.js';
-import { graphsHeld, graphThreadOf, killGraphThread } from '../support/graph-thread-control.js';
+import { graphsHeld, graphThreadOf, holdInsertAnswers, killGraphThread } from '../support/graph-thread-control.js';
+import { waitUntil } from '../support/wait-until.js';
 import { logLines } from '../support/log-lines.js';
 
 const TEXTS = [
@@ -26,7 +27,7 @@ interface StorageEntry {
   collection: string;
   collection_id: string;
   vectors: number;
-  memory_index?: { loaded: boolean; source?: string; load_seconds?: number; approximate_bytes?: number };
+  memory_index?: { loaded: boolean; source?: string; load_seconds?: number; approximate_bytes?: number; graph_usable?: boolean; rows_awaiting_graph?: number };
 }
 
 for (const backend of testBackends()) {
@@ -81,8 +82,27 @@ for (const backend of testBackends()) {
     t.equal(harbourIndex.loaded, true);
     t.equal(harbourIndex.source, 'rebuild', 'a collection first loaded in this life was built from the table');
     t.ok(harbourIndex.approximate_bytes! > 3 * 384 * 4, 'memory estimate covers the rows');
+    const harbourGraph = async () => {
+      const { graph_usable, rows_awaiting_graph } = (await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!;
+      return { graph_usable, rows_awaiting_graph };
+    };
+    await waitUntil(async () => (await harbourGraph()).rows_awaiting_graph === 0, "the graph took in harbour's rows");
+    t.same(await harbourGraph(), { graph_usable: true, rows_awaiting_graph: 0 });
     const before = await search();
     t.equal(before.length, 3);
+
+    // Inserts the graph has not taken in yet are counted, and searched: the graph's answers are held back.
+    const heldInserts = holdInsertAnswers(graphThreadOf(current!.services.indexes.vectorStore));
+    const buoyNotes = multipartUpload(['The buoy bell rings in the swell.', 'A green buoy marks the channel.'].map((content, n) => ({ filename: `buoy-${n}.txt`, content, contentType: 'text/plain' })));
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'buoy' } })).statusCode, 201);
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections/buoy/documents/batch', headers: { ...admin, ...buoyNotes.headers }, payload: buoyNotes.payload })).statusCode, 202);
+    await waitForIngestion(app, 'buoy', admin);
+    const buoyIndex = async () => (await overview()).data.find((entry) => entry.collection === 'buoy')!.memory_index!;
+    t.match(await buoyIndex(), { graph_usable: true, rows_awaiting_graph: 2 }, 'both rows await the graph');
+    const buoySearch = await app.inject({ method: 'POST', url: '/v1/collections/buoy/query', headers: admin, payload: { query: 'buoy', search_mode: 'semantic', skip_cache: true } });
+    t.equal(buoySearch.json().results.length, 2, 'and are found meanwhile');
+    heldInserts.release();
+    await waitUntil(async () => (await buoyIndex()).rows_awaiting_graph === 0, 'the graph took in the held rows');
 
     // A graceful restart, with another search breadth (it does not shape the graph): the graph saved
     // at shutdown is loaded, not rebuilt, and searches with the new breadth.
@@ -129,6 +149,7 @@ for (const backend of testBackends()) {
     t.equal((await search()).length, afterDelete.length);
     await killGraphThread(graphThreadOf(current!.services.indexes.vectorStore));
     t.equal((await search()).length, afterDelete.length, 'searches answer after the thread died');
+    t.equal((await harbourGraph()).graph_usable, false, 'the graph is shown as not usable');
     t.ok(dying.lines.some((line) => line.level === 40 && /graph thread stopped/.test(line.msg ?? '')), 'the death is logged');
     app = (await restart()).app;
     t.same(snapshotFiles(), [], 'no graph saved for a collection whose graph thread died');

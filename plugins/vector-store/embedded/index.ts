@@ -148,7 +148,14 @@ export class EmbeddedVectorStore implements VectorStore {
     const vectors = await loading;
     return {
       vectors: vectors.size,
-      memory_index: { loaded: true, source: load.source, load_seconds: load.seconds, approximate_bytes: vectors.size * bytesPerVector(vectors.dimension, this.ann) },
+      memory_index: {
+        loaded: true,
+        source: load.source,
+        load_seconds: load.seconds,
+        approximate_bytes: vectors.size * bytesPerVector(vectors.dimension, this.ann),
+        graph_usable: vectors.graphUsable,
+        rows_awaiting_graph: vectors.rowsAwaitingGraph,
+      },
     };
   }
 
