@@ -39,7 +39,7 @@ const query = { unitQuery: rowVector(42).map((value, _, row) => value / Math.hyp
  */
 const largeInsertRows = 20_000;
 
-/** Rows of the reachability test: with parallel inserts, 2-10 of them were out of reach per build. */
+/** Rows of the reachability test: with parallel inserts, 1-3 of them were out of reach in each of five runs. */
 const reachabilityRows = 10_000;
 
 /** `promise`, noting `label` in `order` when it settles: the order answers came in, not how long they took. */
@@ -75,7 +75,7 @@ function hashedRowVector(row: number): Float32Array {
 }
 
 t.test('every row the graph thread inserted is found by a search for its own vector', async (t) => {
-  // usearch's parallel inserts left a few rows in every few thousand linked from no other row
+  // usearch's parallel inserts left a few rows in every ten thousand linked from no other row
   // (unum-cloud/USearch#735): stored, yet never returned by a graph search, however wide.
   const graphs = new GraphThread();
   t.teardown(() => graphs.close());
