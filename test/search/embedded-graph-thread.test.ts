@@ -169,7 +169,7 @@ t.test('a graph built at a start takes inserts afterwards and answers from them'
   t.teardown(() => graphs.close());
   const vectors = new CollectionVectors(dimension, graphs);
   vectors.upsert(rows(0, rowCount), { graph: false });
-  await vectors.addAllToGraph(1000);
+  vectors.addAllToGraph(1000);
   // Fewer rows than the graph has room for: an insert on more threads than it was grown for would fail.
   const copyOf42 = rowCount + 2000;
   vectors.upsert(rows(rowCount, 2000));

@@ -80,3 +80,25 @@ export async function graphWritesApplied(graphs: GraphThread): Promise<void> {
   const [graph] = (graphs as unknown as { threadOfGraph: Map<number, unknown> }).threadOfGraph.keys();
   if (graph !== undefined) await graphs.write(0, () => ({ request: { op: 'sync', graph } }));
 }
+
+/**
+ * From the next insert on, that insert's graph gets no request through to the thread: each one
+ * waits unanswered among the thread's pending requests, as behind a long backlog, until the
+ * thread ends (which rejects it). Searches still reach the graph. Returns the ops held back.
+ */
+export function stallGraphOfNextInsert(graphs: GraphThread): string[] {
+  type Message = { op: string; graph?: number };
+  const requests = (graphs as unknown as {
+    requests: { request(message: Message, transfer?: unknown[]): Promise<unknown>; pending: Map<number, unknown>; nextId: number };
+  }).requests;
+  const request = requests.request.bind(requests);
+  const held: string[] = [];
+  let stalled: number | undefined;
+  requests.request = (message, transfer) => {
+    if (stalled === undefined && message.op === 'add') stalled = message.graph;
+    if (message.graph !== stalled || message.op === 'search') return request(message, transfer);
+    held.push(message.op);
+    return new Promise((resolve, reject) => requests.pending.set(requests.nextId++, { resolve, reject }));
+  };
+  return held;
+}

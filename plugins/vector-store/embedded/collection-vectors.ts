@@ -182,10 +182,13 @@ export class CollectionVectors {
     return this.graphs.write(0, () => ({ request: { op: 'remove', graph: this.graph, keys: BigUint64Array.from(keys, BigInt) } }));
   }
 
-  /** Adds every placed row to an empty graph, `rowsPerSlice` at a time, one slice in flight. */
-  async addAllToGraph(rowsPerSlice: number): Promise<void> {
+  /**
+   * Posts every placed row to an empty graph, `rowsPerInsert` at a time, and does not wait: as
+   * after any insert, searches score the rows until the graph has taken them in.
+   */
+  addAllToGraph(rowsPerInsert: number): void {
     const keys = [...this.locationOfKey.keys()];
-    for (let start = 0; start < keys.length; start += rowsPerSlice) await this.addToGraph(keys.slice(start, start + rowsPerSlice));
+    for (let start = 0; start < keys.length; start += rowsPerInsert) this.watch(this.addToGraph(keys.slice(start, start + rowsPerInsert)));
   }
 
   /** SHA-256 over every key and its unit row in key order: what a saved graph must have been built from. */

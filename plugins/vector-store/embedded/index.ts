@@ -38,6 +38,15 @@ const persistBatchRows = 1_000;
 const loadPageRows = 5_000;
 /** Rows per graph insert request when rebuilding (~1.5 MB of 384-dim rows a message). */
 const rebuildAddRows = 1_000;
+/**
+ * A graph is saved at close only once it holds every row sent to it, and the thread takes rows in
+ * at ~300-4,000 a second: after a load of 191k chunks, 87,800 rows awaited it, and waiting for
+ * them ran past the 25 s the process allows its stop, so it exited without closing the database
+ * cleanly. A graph still behind after this long is not saved; the next start rebuilds it, which
+ * is the same work the thread had left. Graphs wait at once, so 5 s in all leaves the stop time
+ * after ingestion's 15 s wait.
+ */
+const graphSaveWaitMs = 5_000;
 
 export class EmbeddedVectorStore implements VectorStore {
   readonly name = 'embedded';
@@ -164,13 +173,25 @@ export class EmbeddedVectorStore implements VectorStore {
     this.closed = true;
     await Promise.allSettled([...this.writeQueues.values(), ...this.collections.values()]);
     if (this.snapshots) {
+      // Every graph is asked at once: one far behind does not use up the others' wait.
+      const asked: Array<{ collectionId: string; vectors: CollectionVectors; rowsAwaiting: number; current: Promise<boolean> }> = [];
       for (const [collectionId, loading] of this.collections) {
         const vectors = await loading.catch(() => null);
         // A graph that missed a write must not be loaded at the next start as if it were whole.
         if (!vectors?.graphUsable) continue;
+        // Every graph request sent so far answered: a write that failed is known before saving.
+        const current = settlesWithin(vectors.graphCurrent(), graphSaveWaitMs);
+        // Read below, after the saves before it: a failure meanwhile is not unhandled.
+        current.catch(() => undefined);
+        asked.push({ collectionId, vectors, rowsAwaiting: vectors.rowsAwaitingGraph, current });
+      }
+      for (const { collectionId, vectors, rowsAwaiting, current } of asked) {
         try {
-          // Every graph request sent so far answered: a write that failed is known before saving.
-          await vectors.graphCurrent();
+          if (!await current) {
+            await this.snapshots.remove(collectionId);
+            this.logger?.info({ collectionId, rowsAwaitingGraph: rowsAwaiting }, 'the vector graph had not taken in every row by the stop; not saved, the next start rebuilds it');
+            continue;
+          }
           if (vectors.graphUsable) await this.snapshots.save(collectionId, vectors, this.ann);
         } catch (error) {
           // The other graphs are still saved; this one is rebuilt from the table at the next start.
@@ -208,7 +229,10 @@ export class EmbeddedVectorStore implements VectorStore {
 
   /**
    * Places every stored row, then loads the graph saved at the last close when it was made from
-   * exactly these rows, or else adds the rows to a new graph.
+   * exactly these rows, or else posts the rows to a new graph. The collection answers as soon as
+   * its rows are placed, scoring exactly those the graph has not taken in yet: waiting for the
+   * graph kept a first query (or every query, during warm-up) waiting for minutes on a large
+   * collection, as one thread inserts at most a few thousand rows a second.
    */
   private async rebuild(collectionId: string, dimension: number): Promise<CollectionVectors> {
     const started = performance.now();
@@ -219,7 +243,7 @@ export class EmbeddedVectorStore implements VectorStore {
       let source: 'snapshot' | 'rebuild' = 'snapshot';
       if (!(snapshot && await snapshot.matches(vectors, this.ann) && await vectors.loadGraph(snapshot.graphFile))) {
         source = 'rebuild';
-        await vectors.addAllToGraph(rebuildAddRows);
+        vectors.addAllToGraph(rebuildAddRows);
       }
       this.loads.set(collectionId, { source, seconds: Math.round(performance.now() - started) / 1000 });
       return vectors;
@@ -299,6 +323,20 @@ function groupByCollection(records: VectorRecord[]): Map<string, VectorRecord[]>
     else groups.set(record.collectionId, [record]);
   }
   return groups;
+}
+
+/**
+ * Whether `promise` settles within `ms`. A rejection in time is thrown; one after it (the thread's
+ * close rejects what is still out) is the race's, which ignores it.
+ */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), Math.max(0, ms)); });
+  try {
+    return await Promise.race([promise.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Optional numeric overrides from the plugin config (the defaults are the measured choices). */
