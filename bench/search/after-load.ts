@@ -6,6 +6,9 @@
  * then still taking in the last rows it was sent. The p50 of each mode, and of its `semantic_ms`,
  * `keyword_ms` and `fetch_ms`, is given for each 10 s window, and on the embedded database the rows
  * the graph had not taken in yet at the window's first and last second (GET /v1/admin/vector-storage).
+ * Then the service is stopped (SIGTERM: how long the stop took and its exit code) and, on the
+ * embedded database, started again on the same data: how long until its first semantic query was
+ * answered, how long that query took, and how long until the graph held every row again.
  *
  * Run: npm run build && npx tsx bench/search/after-load.ts [documents=50000] [seconds=60]
  * DATABASE_URL: PostgreSQL (that database is dropped and recreated); else the embedded database in
@@ -15,7 +18,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bootstrapAdmin, machineDescription, writeResult } from '../support/service-process.js';
+import { bootstrapAdmin, graphsSettled, machineDescription, writeResult } from '../support/service-process.js';
 import { topics } from './corpus.js';
 import { JsonClient, loadCorpusDocuments, resetPostgresDatabase, startServiceAt, summarize } from './harness.js';
 
@@ -36,6 +39,13 @@ interface Sample {
   timings: Partial<Record<(typeof stages)[number], number>>;
 }
 
+interface MemoryIndex {
+  source?: string;
+  load_seconds?: number;
+  rows_awaiting_graph?: number;
+  graph_usable?: boolean;
+}
+
 interface GraphSample {
   second: number;
   rows_awaiting_graph: number;
@@ -43,16 +53,16 @@ interface GraphSample {
 }
 
 /** The embedded store's graph of the loaded collection, from GET /v1/admin/vector-storage. */
-async function graphState(baseUrl: string, cookie: string, loadedAt: number): Promise<GraphSample> {
+async function graphState(baseUrl: string, cookie: string, loadedAt: number): Promise<GraphSample & { memory_index: MemoryIndex | undefined }> {
   const response = await fetch(`${baseUrl}/v1/admin/vector-storage`, { headers: { cookie } });
-  const { data } = (await response.json()) as { data: Array<{ collection: string; memory_index?: { rows_awaiting_graph?: number; graph_usable?: boolean } }> };
+  const { data } = (await response.json()) as { data: Array<{ collection: string; memory_index?: MemoryIndex }> };
   const index = data.find((entry) => entry.collection === 'loaded')?.memory_index;
-  return { second: (performance.now() - loadedAt) / 1000, rows_awaiting_graph: index?.rows_awaiting_graph ?? 0, graph_usable: index?.graph_usable ?? false };
+  return { second: (performance.now() - loadedAt) / 1000, rows_awaiting_graph: index?.rows_awaiting_graph ?? 0, graph_usable: index?.graph_usable ?? false, memory_index: index };
 }
 
 if (databaseUrl) await resetPostgresDatabase(databaseUrl);
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'rs-after-load-'));
-const service = await startServiceAt(dataDir, databaseUrl ? { DATABASE_URL: databaseUrl } : {});
+let service = await startServiceAt(dataDir, databaseUrl ? { DATABASE_URL: databaseUrl } : {});
 try {
   const { key, cookie } = await bootstrapAdmin(service.baseUrl);
   const client = new JsonClient(service.baseUrl, key, 8);
@@ -90,9 +100,32 @@ try {
     };
     return { seconds_after_ready: `${index * WINDOW_SECONDS}-${(index + 1) * WINDOW_SECONDS}`, ...byMode, ...graph };
   });
+  const machine = machineDescription();
+
+  const stopStarted = performance.now();
+  await service.stop();
+  const stop = { seconds: Number(((performance.now() - stopStarted) / 1000).toFixed(1)), exit_code: service.child.exitCode };
+  let restart: Record<string, unknown> | null = null;
+  if (!databaseUrl) {
+    const restartStarted = performance.now();
+    service = await startServiceAt(dataDir);
+    const healthySeconds = (performance.now() - restartStarted) / 1000;
+    const restartedClient = new JsonClient(service.baseUrl, key, 1);
+    const first = await restartedClient.request<unknown>('POST', '/v1/collections/loaded/query', { query: topics[0]!.join(' '), search_mode: 'semantic', top_k: 10, skip_cache: true });
+    const firstAnsweredSeconds = (performance.now() - restartStarted) / 1000;
+    restartedClient.close();
+    const settleSeconds = await graphsSettled(service.baseUrl, cookie);
+    restart = {
+      healthy_s: Number(healthySeconds.toFixed(1)),
+      first_semantic_query_answered_s: Number(firstAnsweredSeconds.toFixed(1)),
+      first_semantic_query_ms: Number(first.milliseconds.toFixed(1)),
+      graph_holds_every_row_s: Number((firstAnsweredSeconds + settleSeconds).toFixed(1)),
+      memory_index: (await graphState(service.baseUrl, cookie, restartStarted)).memory_index,
+    };
+  }
   await writeResult(out, {
-    benchmark: 'after-load', date: new Date().toISOString(), database, machine: machineDescription(), documents, chunks: loaded.chunks,
-    load_seconds: Number(loaded.seconds.toFixed(1)), windows,
+    benchmark: 'after-load', date: new Date().toISOString(), database, machine, documents, chunks: loaded.chunks,
+    load_seconds: Number(loaded.seconds.toFixed(1)), windows, stop, restart,
   });
 } finally {
   await service.stop();

@@ -59,7 +59,7 @@ import { createSqlRunner } from '../../src/db/sql-runner.js';
 import type { SqlRunner } from '../../src/plugins.js';
 import type { QueryRuntime, QueryTimings } from '../../src/search/collection-query.js';
 import type { SearchIndexes } from '../../src/search/search-indexes.js';
-import { bootstrapAdmin, machineDescription } from '../support/service-process.js';
+import { bootstrapAdmin, graphsSettled, machineDescription } from '../support/service-process.js';
 import { benchmarkQueries, documentText, topicOfDocument, VOCABULARY_SIZE, TOPIC_COUNT } from './corpus.js';
 import {
   directRuntime, loadIndexes, openRawPglite, pgliteSqlRunner, pgSqlRunner, runDirect, serviceConfig, serviceIndexes, type DirectRun,
@@ -496,7 +496,7 @@ interface InterleavedSetup {
 }
 
 /** Restarts the service and opens direct beside it (on a copy of the embedded database's files). */
-async function openInterleaved(key: string): Promise<InterleavedSetup> {
+async function openInterleaved(key: string, cookie: string): Promise<InterleavedSetup> {
   // The embedded database allows one process per directory: direct opens a copy taken while the
   // service is stopped, graph snapshot included.
   const copyDir = databaseUrl ? undefined : path.join(dataDir, 'direct-copy');
@@ -518,6 +518,7 @@ async function openInterleaved(key: string): Promise<InterleavedSetup> {
   };
   try {
     await client.request('POST', queryPath, queryBody(0, 'hybrid'));
+    if (!databaseUrl) await graphsSettled(service!.baseUrl, cookie);
     direct = await openDirectSide(copyDir);
     return { sides: { client, queryPath, runtime: direct.runtime, collection: direct.collection, queries }, directIndexLoad: direct.indexLoad, close };
   } catch (error) {
@@ -553,6 +554,8 @@ interface ScaleResult {
   chunks: number;
   documents: number;
   growth: IngestionRun | null;
+  /** Seconds from the end of growth until the embedded graph held every row (queries wait for it); null on PostgreSQL. */
+  graph_settle_wait_s: number | null;
   service_rss_mib_after_queries: number | null;
   service: {
     sequential: Record<Mode, Omit<SequentialRun, 'result_ids' | 'last_body'>>;
@@ -606,7 +609,7 @@ const ingestFirst = scales.length === 0 || scales[0]! >= plannedIngestChunks;
 
 try {
   await start('setup');
-  const { key } = await bootstrapAdmin(service!.baseUrl);
+  const { key, cookie } = await bootstrapAdmin(service!.baseUrl);
   let client = new JsonClient(service!.baseUrl, key);
   await client.request('POST', '/v1/collections', { name: COLLECTION, chunk_size: CHUNK_SIZE, chunk_overlap: CHUNK_OVERLAP });
 
@@ -643,6 +646,8 @@ try {
     }
     const scaleStats = await stats(client);
     log(`scale ${target}: ${scaleStats.chunks} chunks, ${scaleStats.documents} documents`);
+    const graphSettleWait = databaseUrl ? null : await graphsSettled(service!.baseUrl, cookie);
+    if (graphSettleWait !== null) log(`  the graph held every row ${graphSettleWait} s later`);
 
     const sequential = {} as Record<Mode, SequentialRun>;
     for (const mode of MODES) {
@@ -661,7 +666,7 @@ try {
 
     log(`  interleaved: service and direct at once, ${INTERLEAVED_ROUNDS} rounds of alternating blocks`);
     // The service runs during the whole measurement, so the CPU monitor counts it as ours.
-    const interleavedSetup = await openInterleaved(key);
+    const interleavedSetup = await openInterleaved(key, cookie);
     let interleaved: Awaited<ReturnType<typeof measured<Record<Mode, InterleavedResult>>>>;
     try {
       interleaved = await measured(() => interleavedPhase(interleavedSetup.sides));
@@ -713,6 +718,7 @@ try {
       chunks: scaleStats.chunks,
       documents: scaleStats.documents,
       growth,
+      graph_settle_wait_s: graphSettleWait,
       service_rss_mib_after_queries: rss,
       service: {
         sequential: Object.fromEntries(MODES.map((mode) => {

@@ -245,6 +245,9 @@ await embeddedStore.close();
 embeddedStore = new EmbeddedVectorStore(embeddedSql);
 const rebuildStartedAt = performance.now();
 await embeddedStore.ensureCollection(mainCollection, dimension);
+// Searchable once the rows are placed; the graph is rebuilt behind (searches scan exactly meanwhile).
+const searchableSeconds = round((performance.now() - rebuildStartedAt) / 1000, 1);
+await graphInsertsDone(embeddedStore, mainCollection);
 const rebuildSeconds = round((performance.now() - rebuildStartedAt) / 1000, 1);
 const afterRestart = await measureQueries(queryCount, (q) => searchMain(q), (q) => truthAll[q]);
 await embeddedStore.close();
@@ -353,6 +356,7 @@ const result = {
     unfiltered: embeddedUnfiltered,
     tenant_5_percent: embeddedTenant,
     filter_lang_en_25_percent: embeddedLang,
+    searchable_after_restart_s: searchableSeconds,
     rebuild_after_restart_s: rebuildSeconds,
     unfiltered_after_restart: afterRestart,
   },

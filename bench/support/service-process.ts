@@ -67,6 +67,22 @@ export async function bootstrapAdmin(baseUrl: string, keyBody: Record<string, un
   return { key: await createApiKey(baseUrl, cookie, keyBody), cookie };
 }
 
+/**
+ * Waits until the embedded store's graphs hold every row written (GET /v1/admin/vector-storage,
+ * admin session): semantic search scans exactly while many rows await the graph, so latencies
+ * measured before would not be the settled service's. Returns the seconds waited.
+ */
+export async function graphsSettled(baseUrl: string, cookie: string): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const response = await fetch(`${baseUrl}/v1/admin/vector-storage?limit=500`, { headers: { cookie } });
+    if (!response.ok) throw new Error(`vector storage overview failed: ${response.status} ${await response.text()}`);
+    const { data } = (await response.json()) as { data: Array<{ memory_index?: { rows_awaiting_graph?: number } }> };
+    if (data.every((entry) => (entry.memory_index?.rows_awaiting_graph ?? 0) === 0)) return Math.round(performance.now() - started) / 1000;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 /** Logs in as the admin an earlier run created (its data kept) and creates a new API key. */
 export async function keyOfEarlierAdmin(baseUrl: string): Promise<string> {
   return createApiKey(baseUrl, await sessionCookie(baseUrl, '/v1/auth/login', 200), { name: `bench ${Date.now()}` });
