@@ -90,6 +90,70 @@ t.test('deleted rows\' space is reused: truncating and ingesting the same files 
   t.match(lines.find((line) => line.msg === 'vacuumed the embedded database'), { level: 20, component: 'database', tables: Number, took_ms: Number, slowest_table: /^\S+$/, slowest_table_ms: Number });
 });
 
+t.test('each table is analyzed at the first vacuum round of the process, then again only once its rows grew or shrank by a tenth', async (t) => {
+  const { lines, stream: logStream } = logLines();
+  const { app, services, admin } = await adminTestApp(t, 'pglite', { embeddedVacuumIntervalMs: 300 }, { logStream });
+  const rounds = () => lines.filter((line) => line.msg === 'vacuumed the embedded database') as Array<{ tables?: number; analyzed_tables?: number }>;
+  /** Settles once `count` more vacuum rounds have ended, so one ran whole after the call. */
+  const moreRounds = async (count: number) => {
+    const before = rounds().length;
+    for (const deadline = Date.now() + 10_000; rounds().length < before + count && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 50));
+    t.ok(rounds().length >= before + count, `${count} more vacuum rounds`);
+  };
+  const chunksLastAnalyzed = async () => (await services.sql<{ at: Date | null }>("select last_analyze as at from pg_stat_user_tables where relname = 'chunks'"))[0]!.at;
+  const collectionIdStatistics = async () => (await services.sql("select 1 from pg_stats where schemaname = current_schema() and tablename = 'chunks' and attname = 'collection_id'")).length;
+
+  await moreRounds(1);
+  t.equal(rounds()[0]!.analyzed_tables, rounds()[0]!.tables, 'the first round analyzed every table');
+  t.equal(await collectionIdStatistics(), 0, 'chunks was empty then: no statistics of it yet');
+
+  const ingest = async (name: string, content: string[]) => {
+    t.equal((await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name } })).statusCode, 201);
+    const upload = multipartUpload(content.map((text, n) => ({ filename: `${name}-${n}.txt`, content: text, contentType: 'text/plain' })));
+    t.equal((await app.inject({ method: 'POST', url: `/v1/collections/${name}/documents/batch`, headers: { ...admin, ...upload.headers }, payload: upload.payload })).statusCode, 202);
+    await waitForIngestion(app, name, admin);
+  };
+  // A round decides by the count the round before it found: two rounds see the chunks, the third analyzes.
+  await ingest('ledgers', files.map((file) => file.content));
+  await moreRounds(3);
+  t.equal(await collectionIdStatistics(), 1, 'the chunks written since were analyzed: the planner knows how the collections share them');
+  const analyzedAfterIngestion = await chunksLastAnalyzed();
+  t.ok(analyzedAfterIngestion instanceof Date);
+
+  await moreRounds(2);
+  t.same(await chunksLastAnalyzed(), analyzedAfterIngestion, 'no rows changed since: not analyzed again');
+
+  await ingest('notes', ['A short note about the harbour.']);
+  await moreRounds(3);
+  t.same(await chunksLastAnalyzed(), analyzedAfterIngestion, 'one chunk more is under the threshold: not analyzed again');
+
+  await ingest('more-ledgers', files.map((file) => file.content.replaceAll('schooner', 'brig')));
+  await moreRounds(3);
+  t.ok((await chunksLastAnalyzed())! > analyzedAfterIngestion!, 'as many chunks again are over it: analyzed again');
+});
+
+t.test('a table whose row count stays as it was is analyzed again once reanalyzeAfterMs has passed', async (t) => {
+  const statements: string[] = [];
+  const sql = Object.assign(async (query: string) => {
+    if (query.startsWith('select oid::regclass::text as name')) return [{ name: 'chunks', rows: 1000 }];
+    if (query.startsWith('vacuum')) {
+      statements.push(query);
+      return [];
+    }
+    throw new Error(`unexpected statement: ${query}`);
+  }, { dialect: 'pglite' as const, transaction: async () => { throw new Error('no transactions here'); } }) as SqlRunner;
+  const upkeep = new EmbeddedDatabaseUpkeep(sql, createLogger('silent'), { checkpointWalBytes: 0, vacuumIntervalMs: 20, checkIntervalMs: 20, reanalyzeAfterMs: 1000 });
+  upkeep.start();
+  t.teardown(() => upkeep.stop());
+  const analyzes = () => statements.filter((statement) => statement === 'vacuum (analyze) chunks').length;
+  for (const deadline = Date.now() + 10_000; analyzes() < 2 && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 10));
+  await upkeep.stop();
+  t.equal(statements[0], 'vacuum (analyze) chunks', 'analyzed at the first round');
+  t.equal(statements[1], 'vacuum chunks', 'not at the next, 20 ms later');
+  t.equal(analyzes(), 2, 'again once a second had passed');
+  t.ok(statements.length > 3, `with plain vacuums between (${statements.length} rounds)`);
+});
+
 t.test('EMBEDDED_VACUUM_INTERVAL_S=0: no vacuum, and every ingestion again adds its size', async (t) => {
   const { sizes, lines } = await truncateAndIngestAgain(t, 0, 3);
   // The vectors' table is truncated with the only collection that has vectors; the other tables
