@@ -2,9 +2,9 @@
  * GET /v1/admin/vector-storage, and what it shows of the embedded store's saved graphs: a graceful
  * restart loads the graph saved at shutdown instead of rebuilding it; a table that changed behind
  * the snapshot, an unreadable graph file or a graph saved in the old format (built by parallel
- * inserts) makes the store rebuild from the table, and queries answer from what the table holds; a save that fails leaves nothing half-written that would stop
- * the next load; a load that fails (a stored vector of another length) is a 409 that leaves no
- * graph behind.
+ * inserts) makes the store rebuild from the table, and queries answer from what the table holds;
+ * a save that fails leaves nothing half-written that would stop the next load; a load that fails
+ * (a stored vector of another length) is a 409 that leaves no graph behind.
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -45,8 +45,10 @@ for (const backend of testBackends()) {
       t.equal(response.statusCode, 200, response.body);
       return response.json() as { store: string; settings: Record<string, unknown>; data: StorageEntry[]; total: number; limit: number; offset: number };
     };
+    /** A collection's in-memory index as the overview shows it. */
+    const memoryIndexOf = async (name: string) => (await overview()).data.find((entry) => entry.collection === name)!.memory_index!;
     /** Where harbour's in-memory index came from at its last load: `snapshot` or `rebuild`. */
-    const harbourSource = async () => (await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!.source;
+    const harbourSource = async () => (await memoryIndexOf('harbour')).source;
     const search = async () => {
       const response = await app.inject({ method: 'POST', url: '/v1/collections/harbour/query', headers: admin, payload: { query: 'tide harbour water', search_mode: 'semantic', skip_cache: true } });
       t.equal(response.statusCode, 200, response.body);
@@ -82,12 +84,8 @@ for (const backend of testBackends()) {
     t.equal(harbourIndex.loaded, true);
     t.equal(harbourIndex.source, 'rebuild', 'a collection first loaded in this life was built from the table');
     t.ok(harbourIndex.approximate_bytes! > 3 * 384 * 4, 'memory estimate covers the rows');
-    const harbourGraph = async () => {
-      const { graph_usable, rows_awaiting_graph } = (await overview()).data.find((entry) => entry.collection === 'harbour')!.memory_index!;
-      return { graph_usable, rows_awaiting_graph };
-    };
-    await waitUntil(async () => (await harbourGraph()).rows_awaiting_graph === 0, "the graph took in harbour's rows");
-    t.same(await harbourGraph(), { graph_usable: true, rows_awaiting_graph: 0 });
+    await waitUntil(async () => (await memoryIndexOf('harbour')).rows_awaiting_graph === 0, "the graph took in harbour's rows");
+    t.match(await memoryIndexOf('harbour'), { graph_usable: true, rows_awaiting_graph: 0 });
     const before = await search();
     t.equal(before.length, 3);
 
@@ -97,12 +95,11 @@ for (const backend of testBackends()) {
     t.equal((await app.inject({ method: 'POST', url: '/v1/collections', headers: admin, payload: { name: 'buoy' } })).statusCode, 201);
     t.equal((await app.inject({ method: 'POST', url: '/v1/collections/buoy/documents/batch', headers: { ...admin, ...buoyNotes.headers }, payload: buoyNotes.payload })).statusCode, 202);
     await waitForIngestion(app, 'buoy', admin);
-    const buoyIndex = async () => (await overview()).data.find((entry) => entry.collection === 'buoy')!.memory_index!;
-    t.match(await buoyIndex(), { graph_usable: true, rows_awaiting_graph: 2 }, 'both rows await the graph');
+    t.match(await memoryIndexOf('buoy'), { graph_usable: true, rows_awaiting_graph: 2 }, 'both rows await the graph');
     const buoySearch = await app.inject({ method: 'POST', url: '/v1/collections/buoy/query', headers: admin, payload: { query: 'buoy', search_mode: 'semantic', skip_cache: true } });
     t.equal(buoySearch.json().results.length, 2, 'and are found meanwhile');
     heldInserts.release();
-    await waitUntil(async () => (await buoyIndex()).rows_awaiting_graph === 0, 'the graph took in the held rows');
+    await waitUntil(async () => (await memoryIndexOf('buoy')).rows_awaiting_graph === 0, 'the graph took in the held rows');
 
     // A graceful restart, with another search breadth (it does not shape the graph): the graph saved
     // at shutdown is loaded, not rebuilt, and searches with the new breadth.
@@ -149,7 +146,7 @@ for (const backend of testBackends()) {
     t.equal((await search()).length, afterDelete.length);
     await killGraphThread(graphThreadOf(current!.services.indexes.vectorStore));
     t.equal((await search()).length, afterDelete.length, 'searches answer after the thread died');
-    t.equal((await harbourGraph()).graph_usable, false, 'the graph is shown as not usable');
+    t.equal((await memoryIndexOf('harbour')).graph_usable, false, 'the graph is shown as not usable');
     t.ok(dying.lines.some((line) => line.level === 40 && /graph thread stopped/.test(line.msg ?? '')), 'the death is logged');
     app = (await restart()).app;
     t.same(snapshotFiles(), [], 'no graph saved for a collection whose graph thread died');
