@@ -1,8 +1,8 @@
 /**
  * How long a start takes to load one large collection's in-process indexes on the embedded
  * database, without and with planner statistics. The service loads `documents` corpus documents
- * with its vacuum rounds off (EMBEDDED_VACUUM_INTERVAL_S=0, so nothing analyzes the tables, as
- * before the rounds analyzed them), waits until the graph holds every row and stops (saving it).
+ * with its vacuum rounds off (EMBEDDED_VACUUM_INTERVAL_S=0; they do not analyze either, so the
+ * tables have no statistics, as in the service), waits until the graph holds every row and stops.
  * Then, in this process on the same data: the vectors (rows placed, saved graph loaded), the BM25
  * index, and both at once as a start's warm-up and first query do; then ANALYZE of `chunks` and
  * `embedded_vectors`, and the same three again.

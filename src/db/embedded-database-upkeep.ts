@@ -8,12 +8,9 @@ export interface EmbeddedDatabaseUpkeepOptions {
   vacuumIntervalMs: number;
   /** How often the log's size is looked at (5 s). */
   checkIntervalMs?: number;
-  /** The longest a table goes between analyzes, changed or not (10 min). */
-  reanalyzeAfterMs?: number;
 }
 
 const DEFAULT_CHECK_INTERVAL_MS = 5_000;
-const DEFAULT_REANALYZE_AFTER_MS = 10 * 60_000;
 
 /**
  * What PostgreSQL's background processes do for a server and PGlite, one backend in the service's
@@ -29,16 +26,6 @@ const DEFAULT_REANALYZE_AFTER_MS = 10 * 60_000;
  * in a statement of its own, so queries waiting for the one connection go between them; pages
  * vacuumed before and unchanged since are skipped (a round over an unchanged database of 100k
  * chunks took 25-60 ms).
- *
- * Analyze: without autovacuum the planner had no statistics at all, and took a collection of
- * 191,686 chunks for about 950 rows. Reading it by key pages (the in-process indexes' load at a
- * start) then sorted every remaining row on disk for each page of 5,000: loading its vectors took
- * 21.7 s and its BM25 index 12.5 s, against 5.2 and 5.7 s once analyzed (0.3 s a table). A table
- * is analyzed with its vacuum at the first round of each process, then once its row count (as the
- * last vacuum found it) has moved from the count at its last analyze by more than autovacuum's
- * default threshold, 50 + 10 % of its rows, and at least every `reanalyzeAfterMs` (10 min) in any
- * case: PGlite does not count the rows statements change (`n_mod_since_analyze` stays 0), and
- * deleting one collection's rows while adding as many of another's leaves the count as it was.
  */
 export class EmbeddedDatabaseUpkeep {
   private timer: NodeJS.Timeout | undefined;
@@ -47,8 +34,6 @@ export class EmbeddedDatabaseUpkeep {
   /** Set when a round is due, cleared when it starts: a round due while other upkeep runs is not lost. */
   private vacuumDue = false;
   private readonly failing = new Set<'checkpoint' | 'vacuum'>();
-  /** Each table's row count when this process last analyzed it, and when. */
-  private readonly analyzed = new Map<string, { rows: number; at: number }>();
 
   constructor(private readonly sql: SqlRunner, private readonly logger: FastifyBaseLogger, private readonly options: EmbeddedDatabaseUpkeepOptions) {}
 
@@ -106,37 +91,22 @@ export class EmbeddedDatabaseUpkeep {
     this.logger.debug({ wal_bytes: bytes, took_ms: Math.round(performance.now() - started) }, 'checkpointed the embedded database');
   }
 
-  private analyzeDue(table: string, rows: number): boolean {
-    const last = this.analyzed.get(table);
-    return last === undefined
-      || Math.abs(rows - last.rows) > 50 + 0.1 * last.rows
-      || performance.now() - last.at >= (this.options.reanalyzeAfterMs ?? DEFAULT_REANALYZE_AFTER_MS);
-  }
-
   private async vacuumTables(): Promise<void> {
     const started = performance.now();
     // regclass prints each name quoted where it needs to be.
-    const tables = await this.sql<{ name: string; rows: string | number }>(
-      "select oid::regclass::text as name, greatest(reltuples, 0) as rows from pg_class where relkind = 'r' and relnamespace = 'public'::regnamespace",
-    );
+    const tables = await this.sql<{ name: string }>("select oid::regclass::text as name from pg_class where relkind = 'r' and relnamespace = 'public'::regnamespace");
     // The slowest table is named: a round after a large deletion holds the one connection for
     // seconds, each table in one statement, and which table does is what a fix needs to know.
     let slowestTable = '';
     let slowestMs = -1;
-    let analyzedTables = 0;
-    for (const { name, rows } of tables) {
-      const analyze = this.analyzeDue(name, Number(rows));
+    for (const { name } of tables) {
       const tableStarted = performance.now();
-      await this.sql(`vacuum ${analyze ? '(analyze) ' : ''}${name}`);
-      if (analyze) {
-        this.analyzed.set(name, { rows: Number(rows), at: performance.now() });
-        analyzedTables += 1;
-      }
+      await this.sql(`vacuum ${name}`);
       const tookMs = Math.round(performance.now() - tableStarted);
       if (tookMs > slowestMs) [slowestTable, slowestMs] = [name, tookMs];
     }
     this.logger.debug({
-      tables: tables.length, analyzed_tables: analyzedTables, took_ms: Math.round(performance.now() - started), slowest_table: slowestTable, slowest_table_ms: slowestMs,
+      tables: tables.length, took_ms: Math.round(performance.now() - started), slowest_table: slowestTable, slowest_table_ms: slowestMs,
     }, 'vacuumed the embedded database');
   }
 }
