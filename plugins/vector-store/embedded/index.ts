@@ -331,7 +331,7 @@ function groupByCollection(records: VectorRecord[]): Map<string, VectorRecord[]>
  */
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), Math.max(0, ms)); });
+  const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
   try {
     return await Promise.race([promise.then(() => true), late]);
   } finally {
